@@ -1,0 +1,388 @@
+/* dlc.c — the compiler driver.
+ *
+ * Reads the command line, reads the input (.dl source or .dlir IR text),
+ * runs the pass pipeline with the verifier after every pass, and writes the
+ * requested output.  compile_one() is the whole pipeline in one readable
+ * function.  Output is built in memory and written only when compilation
+ * succeeded, through a temporary file renamed into place, so an error never
+ * leaves a half-written or stale -o file behind.  docs/cli.md documents the
+ * options. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../frontend/frontend.h"
+#include "../passes/passes.h"
+
+typedef enum Emit { EMIT_IR, EMIT_DOT } Emit;
+typedef enum InputKind { INPUT_GUESS, INPUT_DL, INPUT_DLIR } InputKind;
+
+#define MAX_LIST 64
+
+typedef struct Options {
+    const char *input;
+    const char *output;          /* NULL: standard output */
+    Emit emit;
+    InputKind kind;
+    const char *passes[MAX_LIST]; /* explicit --passes, NULL-terminated */
+    bool passes_given;
+    const char *print_after[MAX_LIST];
+    int nprint_after;
+    bool print_after_all;
+    bool split_input;
+    const char *include_dirs[MAX_LIST];
+    int ninclude;
+} Options;
+
+static void usage(FILE *out) {
+    fputs(
+        "usage: dlc [options] FILE\n"
+        "\n"
+        "Compiles a network written in the .dl language (or dlc IR text, .dlir).\n"
+        "\n"
+        "options:\n"
+        "  -o FILE                write the output to FILE (default: standard output)\n"
+        "  --emit=KIND            what to write: ir (IR text, the default) or dot (Graphviz)\n"
+        "  --passes=P1,P2,...     run exactly these passes (default: the standard\n"
+        "                         pipeline for .dl input, none for .dlir input)\n"
+        "  --print-after=P1,...   print the IR to standard error after these passes\n"
+        "                         ('elaborate' names the frontend)\n"
+        "  --print-after-all      print the IR after the frontend and every pass\n"
+        "  --list-passes          list the passes and exit\n"
+        "  --list-ops             list the ops and their arguments and exit\n"
+        "  --split-input-file     compile each '// -----' separated part on its own\n"
+        "  -x dl|dlir             the input's language (default: from its extension)\n"
+        "  -I DIR                 also look for imported files in DIR\n"
+        "  -Werror                treat warnings as errors\n"
+        "  -w                     do not print warnings\n"
+        "  --version              print the version and exit\n"
+        "  --help                 print this help and exit\n"
+        "\n"
+        "FILE may be '-' for standard input.  Exit status: 0 on success, 1 when the\n"
+        "input has errors, 2 for bad command-line use.\n",
+        out);
+}
+
+static void list_passes(void) {
+    int n;
+    const DlcPass *t = dlc_pass_table(&n);
+    for (int i = 0; i < n; i++)
+        printf("%-12s %s\n", t[i].name, t[i].summary);
+    printf("\ndefault pipeline for .dl input:");
+    for (int i = 0; dlc_default_pipeline[i]; i++)
+        printf(" %s", dlc_default_pipeline[i]);
+    printf("\n");
+}
+
+static void list_ops(void) {
+    static const char *const types[] = {"int", "float", "bool", "pair"};
+    for (int k = 0; k < DLC_OP_COUNT; k++) {
+        const DlcOpInfo *op = dlc_op_info((DlcOpKind)k);
+        printf("%s(%s", op->name, op->arity < 0 ? "x1, x2, ..." : op->arity == 2 ? "x, y" : "x");
+        for (int i = 0; i < op->nattrs; i++) {
+            const DlcAttrSpec *s = &op->attrs[i];
+            printf(", %s: %s", s->name, types[s->type]);
+            if (s->default_from >= 0) {
+                printf(" = %s", op->attrs[s->default_from].name);
+            } else if (!s->required) {
+                char buf[64];
+                switch (s->type) {
+                case DLC_ATTR_INT: printf(" = %lld", (long long)s->def.i); break;
+                case DLC_ATTR_PAIR: printf(" = %lld", (long long)s->def.pair[0]); break;
+                case DLC_ATTR_BOOL: printf(" = %s", s->def.b ? "true" : "false"); break;
+                case DLC_ATTR_FLOAT:
+                    dlc_format_double(buf, sizeof buf, s->def.f);
+                    printf(" = %s", buf);
+                    break;
+                }
+            }
+        }
+        printf(")\n");
+    }
+}
+
+/* Splits a comma-separated list into out (pointers into s, which is modified). */
+static int split_list(char *s, const char **out, int max, int n) {
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+        if (n == max - 1) {
+            fprintf(stderr, "dlc: error: too many names in a list\n");
+            exit(2);
+        }
+        out[n++] = tok;
+    }
+    out[n] = NULL;
+    return n;
+}
+
+static void check_pass_names(const char *const *names, bool allow_elaborate) {
+    for (int i = 0; names[i]; i++) {
+        if (dlc_pass_lookup(names[i]) || (allow_elaborate && strcmp(names[i], "elaborate") == 0))
+            continue;
+        int n;
+        const DlcPass *t = dlc_pass_table(&n);
+        const char *cands[MAX_LIST + 1];
+        for (int k = 0; k < n && k < MAX_LIST; k++)
+            cands[k] = t[k].name;
+        cands[n] = "elaborate";
+        const char *guess = dlc_closest(names[i], cands, allow_elaborate ? n + 1 : n);
+        fprintf(stderr, "dlc: error: unknown pass '%s'%s%s%s (see --list-passes)\n", names[i],
+                guess ? "; did you mean '" : "", guess ? guess : "", guess ? "'?" : "");
+        exit(2);
+    }
+}
+
+static void parse_options(int argc, char **argv, Options *o) {
+    enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
+           OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR };
+    static const struct option longopts[] = {
+        {"emit", required_argument, NULL, OPT_EMIT},
+        {"passes", required_argument, NULL, OPT_PASSES},
+        {"print-after", required_argument, NULL, OPT_PRINT_AFTER},
+        {"print-after-all", no_argument, NULL, OPT_PRINT_AFTER_ALL},
+        {"list-passes", no_argument, NULL, OPT_LIST_PASSES},
+        {"list-ops", no_argument, NULL, OPT_LIST_OPS},
+        {"split-input-file", no_argument, NULL, OPT_SPLIT},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"help", no_argument, NULL, OPT_HELP},
+        {"Werror", no_argument, NULL, OPT_WERROR},
+        {NULL, 0, NULL, 0},
+    };
+    memset(o, 0, sizeof *o);
+    int c;
+    opterr = 0;
+    while ((c = getopt_long_only(argc, argv, "o:x:I:w", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o': o->output = optarg; break;
+        case 'x':
+            if (strcmp(optarg, "dl") == 0)
+                o->kind = INPUT_DL;
+            else if (strcmp(optarg, "dlir") == 0)
+                o->kind = INPUT_DLIR;
+            else {
+                fprintf(stderr, "dlc: error: -x takes dl or dlir, not '%s'\n", optarg);
+                exit(2);
+            }
+            break;
+        case 'I':
+            if (o->ninclude == MAX_LIST) {
+                fprintf(stderr, "dlc: error: too many -I options\n");
+                exit(2);
+            }
+            o->include_dirs[o->ninclude++] = optarg;
+            break;
+        case 'w': break; /* read again in main, like -Werror */
+        case OPT_EMIT:
+            if (strcmp(optarg, "ir") == 0)
+                o->emit = EMIT_IR;
+            else if (strcmp(optarg, "dot") == 0)
+                o->emit = EMIT_DOT;
+            else {
+                fprintf(stderr, "dlc: error: unknown --emit kind '%s' (use ir or dot)\n", optarg);
+                exit(2);
+            }
+            break;
+        case OPT_PASSES:
+            split_list(optarg, o->passes, MAX_LIST, 0);
+            check_pass_names(o->passes, false);
+            o->passes_given = true;
+            break;
+        case OPT_PRINT_AFTER:
+            o->nprint_after = split_list(optarg, o->print_after, MAX_LIST, o->nprint_after);
+            check_pass_names(o->print_after, true);
+            break;
+        case OPT_PRINT_AFTER_ALL: o->print_after_all = true; break;
+        case OPT_LIST_PASSES: list_passes(); exit(0);
+        case OPT_LIST_OPS: list_ops(); exit(0);
+        case OPT_SPLIT: o->split_input = true; break;
+        case OPT_VERSION: printf("dlc %s\n", DLC_VERSION); exit(0);
+        case OPT_HELP: usage(stdout); exit(0);
+        case OPT_WERROR: break; /* read again in main, it sits in the context */
+        default:
+            if (optopt && optopt < 256)
+                fprintf(stderr, "dlc: error: option '-%c' %s\n", optopt,
+                        strchr("oxI", optopt) ? "needs an argument" : "is unknown");
+            else
+                fprintf(stderr, "dlc: error: unknown or incomplete option '%s'\n",
+                        argv[optind - 1]);
+            fprintf(stderr, "usage: dlc [options] FILE (see dlc --help)\n");
+            exit(2);
+        }
+    }
+    if (optind != argc - 1) {
+        fprintf(stderr, optind == argc ? "dlc: error: no input file\n"
+                                       : "dlc: error: more than one input file\n");
+        fprintf(stderr, "usage: dlc [options] FILE (see dlc --help)\n");
+        exit(2);
+    }
+    o->input = argv[optind];
+    if (o->kind == INPUT_GUESS) {
+        size_t n = strlen(o->input);
+        o->kind = n > 5 && strcmp(o->input + n - 5, ".dlir") == 0 ? INPUT_DLIR : INPUT_DL;
+    }
+}
+
+static bool wants_print_after(const Options *o, const char *stage) {
+    if (o->print_after_all)
+        return true;
+    for (int i = 0; i < o->nprint_after; i++)
+        if (strcmp(o->print_after[i], stage) == 0)
+            return true;
+    return false;
+}
+
+static void print_after(const Options *o, const DlcModule *m, const char *stage) {
+    if (!wants_print_after(o, stage))
+        return;
+    fprintf(stderr, "// ----- IR after %s -----\n", stage);
+    dlc_print_module(stderr, m);
+}
+
+/* The pipeline: read, verify, run passes (verifying after each), emit. */
+static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
+    int errors = ctx->nerrors;
+    DlcModule *m;
+    if (o->kind == INPUT_DLIR) {
+        m = dlc_parse_ir(ctx, file);
+        if (m && !dlc_verify(ctx, m)) {
+            dlc_module_free(m);
+            m = NULL;
+        }
+    } else {
+        DlcFrontendOptions fo = {o->include_dirs, o->ninclude};
+        m = dlc_frontend_compile(ctx, file, &fo);
+    }
+    if (!m)
+        return false;
+    print_after(o, m, "elaborate");
+
+    const char *const *passes = o->passes_given ? o->passes
+                                : o->kind == INPUT_DL ? dlc_default_pipeline
+                                : (const char *const[]){NULL};
+    for (int i = 0; passes[i]; i++) {
+        const DlcPass *pass = dlc_pass_lookup(passes[i]);
+        if (!pass->run(ctx, m) || ctx->nerrors > errors) {
+            dlc_module_free(m);
+            return false;
+        }
+        if (!dlc_verify(ctx, m))
+            dlc_unreachable("pass '%s' produced IR that does not verify", pass->name);
+        print_after(o, m, pass->name);
+    }
+
+    if (o->emit == EMIT_DOT)
+        dlc_print_dot(out, m);
+    else
+        dlc_print_module(out, m);
+    dlc_module_free(m);
+    return ctx->nerrors == errors;
+}
+
+/* With --split-input-file: part k of the text, with every other line blanked
+ * so that line numbers in diagnostics stay those of the whole file. */
+static char *split_part(const char *text, size_t size, int k, int *nparts, size_t *out_size) {
+    char *part = malloc(size + 1);
+    if (!part)
+        dlc_unreachable("out of memory");
+    int cur = 0;
+    size_t n = 0;
+    for (const char *p = text; p < text + size;) {
+        const char *eol = memchr(p, '\n', (size_t)(text + size - p));
+        const char *next = eol ? eol + 1 : text + size;
+        bool marker = strncmp(p, "// -----", 8) == 0;
+        if (marker)
+            cur++;
+        if (cur == k && !marker) {
+            memcpy(part + n, p, (size_t)(next - p));
+            n += (size_t)(next - p);
+        } else if (eol) {
+            part[n++] = '\n';
+        }
+        p = next;
+    }
+    part[n] = 0;
+    *nparts = cur + 1;
+    *out_size = n;
+    return part;
+}
+
+/* Writes the output buffer to path through a temporary file in the same
+ * directory, renamed into place. */
+static bool write_output(const char *path, const char *buf, size_t len) {
+    if (!path) {
+        fwrite(buf, 1, len, stdout);
+        return fflush(stdout) == 0;
+    }
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        return false;
+    snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    if (f)
+        ok &= fclose(f) == 0;
+    else if (fd >= 0)
+        close(fd);
+    if (ok)
+        ok = rename(tmp, path) == 0;
+    int saved = errno;
+    if (!ok && fd >= 0)
+        unlink(tmp);
+    if (!ok)
+        fprintf(stderr, "dlc: error: cannot write '%s': %s\n", path, strerror(saved));
+    free(tmp);
+    return ok;
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    parse_options(argc, argv, &o);
+    DlcCtx ctx;
+    dlc_ctx_init(&ctx, stderr);
+    for (int i = 1; i < argc; i++) {
+        ctx.werror |= strcmp(argv[i], "-Werror") == 0 || strcmp(argv[i], "--Werror") == 0;
+        ctx.no_warnings |= strcmp(argv[i], "-w") == 0;
+    }
+    size_t size;
+    char *text = dlc_read_file(o.input, &size);
+    if (!text) {
+        fprintf(stderr, "dlc: error: cannot read '%s': %s\n", o.input, strerror(errno));
+        dlc_ctx_free(&ctx);
+        return 1;
+    }
+
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&buf, &len);
+    if (!out)
+        dlc_unreachable("open_memstream failed");
+    bool ok = true;
+    if (!o.split_input) {
+        int file = dlc_ctx_add_source(&ctx, o.input, text, size, o.kind == INPUT_DLIR);
+        ok = compile_one(&ctx, &o, file, out);
+    } else {
+        int nparts = 1;
+        for (int k = 0; k < nparts; k++) {
+            size_t psize;
+            char *part = split_part(text, size, k, &nparts, &psize);
+            int file = dlc_ctx_add_source(&ctx, o.input, part, psize, o.kind == INPUT_DLIR);
+            if (k)
+                fputs("// -----\n", out);
+            ok &= compile_one(&ctx, &o, file, out);
+        }
+        free(text);
+    }
+    fclose(out);
+    if (ctx.nerrors)
+        ok = false;
+    if (ok)
+        ok = write_output(o.output, buf, len);
+    else if (o.output)
+        fprintf(stderr, "dlc: %s not written because of errors\n", o.output);
+    free(buf);
+    dlc_ctx_free(&ctx);
+    return ok ? 0 : 1;
+}

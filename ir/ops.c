@@ -1,0 +1,167 @@
+/* ops.c — the op table, generated from ops.def, and attribute schemas.
+ *
+ * Each op's schema string is parsed once, the first time the table is used,
+ * into DlcAttrSpec entries; a malformed schema is a bug in ops.def and
+ * aborts.  The compiler is single-threaded, so the lazily filled table is
+ * its one piece of static state, and it never changes after it is filled. */
+#include "ir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static DlcOpInfo op_table[DLC_OP_COUNT] = {
+#define OP(id, name_, arity_, flags_, schema_, infer_)                        \
+    [DLC_OP_##id] = {.name = name_, .arity = arity_, .flags = flags_,         \
+                     .schema = schema_, .infer = infer_},
+#include "ops.def"
+#undef OP
+};
+
+static const char *op_names[DLC_OP_COUNT + 1];
+static bool table_ready;
+
+static void parse_default(DlcOpInfo *op, DlcAttrSpec *spec, const char *text) {
+    char *end;
+    for (int i = 0; i < op->nattrs; i++)
+        if (strcmp(op->attrs[i].name, text) == 0) {
+            spec->default_from = i;
+            return;
+        }
+    spec->def.type = spec->type;
+    spec->def.set = true;
+    switch (spec->type) {
+    case DLC_ATTR_INT:
+        spec->def.i = strtoll(text, &end, 10);
+        break;
+    case DLC_ATTR_FLOAT:
+        spec->def.f = strtod(text, &end);
+        break;
+    case DLC_ATTR_PAIR:
+        spec->def.pair[0] = spec->def.pair[1] = strtoll(text, &end, 10);
+        break;
+    case DLC_ATTR_BOOL:
+        spec->def.b = strcmp(text, "true") == 0;
+        end = (char *)text + (strcmp(text, "true") == 0 || strcmp(text, "false") == 0
+                                  ? strlen(text) : 0);
+        break;
+    }
+    if (*end)
+        dlc_unreachable("ops.def: bad default '%s' for %s.%s", text, op->name,
+                        spec->name);
+}
+
+/* Parses "name:type[=default] ..." into op->attrs. */
+static void parse_schema(DlcOpInfo *op) {
+    static char storage[DLC_OP_COUNT][256];
+    char *buf = storage[op - op_table];
+    if (strlen(op->schema) >= sizeof storage[0])
+        dlc_unreachable("ops.def: schema of %s too long", op->name);
+    strcpy(buf, op->schema);
+    for (char *tok = strtok(buf, " "); tok; tok = strtok(NULL, " ")) {
+        if (op->nattrs == DLC_MAX_ATTRS)
+            dlc_unreachable("ops.def: too many attributes for %s", op->name);
+        DlcAttrSpec *spec = &op->attrs[op->nattrs];
+        char *colon = strchr(tok, ':');
+        if (!colon)
+            dlc_unreachable("ops.def: '%s' of %s has no type", tok, op->name);
+        *colon = 0;
+        char *type = colon + 1, *eq = strchr(type, '=');
+        if (eq)
+            *eq = 0;
+        spec->name = tok;
+        spec->default_from = -1;
+        if (strcmp(type, "int") == 0)
+            spec->type = DLC_ATTR_INT;
+        else if (strcmp(type, "float") == 0)
+            spec->type = DLC_ATTR_FLOAT;
+        else if (strcmp(type, "bool") == 0)
+            spec->type = DLC_ATTR_BOOL;
+        else if (strcmp(type, "pair") == 0)
+            spec->type = DLC_ATTR_PAIR;
+        else
+            dlc_unreachable("ops.def: unknown type '%s' in %s", type, op->name);
+        if (eq)
+            parse_default(op, spec, eq + 1);
+        else
+            spec->required = true;
+        op->nattrs++;
+    }
+}
+
+static void init_table(void) {
+    if (table_ready)
+        return;
+    for (int k = 0; k < DLC_OP_COUNT; k++) {
+        parse_schema(&op_table[k]);
+        op_names[k] = op_table[k].name;
+    }
+    table_ready = true;
+}
+
+const DlcOpInfo *dlc_op_info(DlcOpKind k) {
+    init_table();
+    if ((unsigned)k >= DLC_OP_COUNT)
+        dlc_unreachable("bad op kind %d", (int)k);
+    return &op_table[k];
+}
+
+DlcOpKind dlc_op_lookup(const char *name) {
+    init_table();
+    for (int k = 0; k < DLC_OP_COUNT; k++)
+        if (strcmp(op_table[k].name, name) == 0)
+            return (DlcOpKind)k;
+    return DLC_OP_COUNT;
+}
+
+int dlc_op_attr_index(DlcOpKind k, const char *name) {
+    const DlcOpInfo *op = dlc_op_info(k);
+    for (int i = 0; i < op->nattrs; i++)
+        if (strcmp(op->attrs[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+const char *const *dlc_op_names(void) {
+    init_table();
+    return op_names;
+}
+
+int dlc_op_fill_defaults(DlcOpKind k, DlcAttr *attrs) {
+    const DlcOpInfo *op = dlc_op_info(k);
+    int missing = -1;
+    for (int i = 0; i < op->nattrs; i++) {
+        const DlcAttrSpec *spec = &op->attrs[i];
+        attrs[i].type = spec->type;
+        if (attrs[i].set)
+            continue;
+        if (spec->required) {
+            if (missing < 0)
+                missing = i;
+        } else if (spec->default_from >= 0) {
+            /* schemas list the source attribute first, so it is filled */
+            attrs[i] = attrs[spec->default_from];
+        } else {
+            attrs[i] = spec->def;
+        }
+    }
+    return missing;
+}
+
+static bool attr_eq(const DlcAttr *a, const DlcAttr *b) {
+    switch (a->type) {
+    case DLC_ATTR_INT: return a->i == b->i;
+    case DLC_ATTR_FLOAT: return a->f == b->f;
+    case DLC_ATTR_BOOL: return a->b == b->b;
+    case DLC_ATTR_PAIR: return a->pair[0] == b->pair[0] && a->pair[1] == b->pair[1];
+    }
+    return false;
+}
+
+bool dlc_op_attr_is_default(DlcOpKind k, const DlcAttr *attrs, int i) {
+    const DlcAttrSpec *spec = &dlc_op_info(k)->attrs[i];
+    if (spec->required)
+        return false;
+    if (spec->default_from >= 0)
+        return attr_eq(&attrs[i], &attrs[spec->default_from]);
+    return attr_eq(&attrs[i], &spec->def);
+}

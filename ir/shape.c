@@ -1,0 +1,424 @@
+/* shape.c — types and the shape rules of the op table.
+ *
+ * Each op's rule checks its operands and attributes, computes its result
+ * types and declares its parameters (with their shapes and initializers).
+ * The elaborator runs the rules to build the IR, and the verifier runs them
+ * again to check IR text, so a rule is the single statement of what an op
+ * accepts.  Error messages name the op and show the shapes involved. */
+#include "ir.h"
+
+#include <string.h>
+
+static const char *const dtype_names[DLC_DTYPE_COUNT] = {"f32", "f64", "i32"};
+static const char *const init_names[DLC_INIT_COUNT] = {"zeros", "ones",
+                                                       "kaiming_uniform"};
+
+const char *dlc_dtype_name(DlcDType t) { return dtype_names[t]; }
+
+DlcDType dlc_dtype_lookup(const char *name) {
+    for (int i = 0; i < DLC_DTYPE_COUNT; i++)
+        if (strcmp(dtype_names[i], name) == 0)
+            return (DlcDType)i;
+    return DLC_DTYPE_COUNT;
+}
+
+const char *dlc_init_name(DlcInit i) { return init_names[i]; }
+
+DlcInit dlc_init_lookup(const char *name) {
+    for (int i = 0; i < DLC_INIT_COUNT; i++)
+        if (strcmp(init_names[i], name) == 0)
+            return (DlcInit)i;
+    return DLC_INIT_COUNT;
+}
+
+bool dlc_type_eq(const DlcType *a, const DlcType *b) {
+    if (a->dtype != b->dtype || a->batched != b->batched || a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+int64_t dlc_type_numel(const DlcType *t) {
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0 || __builtin_mul_overflow(n, t->dims[i], &n))
+            return -1;
+    }
+    return n;
+}
+
+char *dlc_type_str(const DlcType *t, char *buf, size_t size) {
+    size_t n = (size_t)snprintf(buf, size, "%s[%s", dlc_dtype_name(t->dtype),
+                                t->batched ? "N" : "");
+    for (int i = 0; i < t->rank && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, "%s%lld",
+                              i || t->batched ? "," : "", (long long)t->dims[i]);
+    if (n < size)
+        snprintf(buf + n, size - n, "]");
+    return buf;
+}
+
+/* ---- helpers for the rules ---------------------------------------------- */
+
+#define A(name) (inf->attrs[dlc_op_attr_index(inf->kind, name)])
+#define OPNAME (dlc_op_info(inf->kind)->name)
+
+static const char *tstr(const DlcType *t, char buf[DLC_TYPE_STR_MAX]) {
+    return dlc_type_str(t, buf, DLC_TYPE_STR_MAX);
+}
+
+static bool is_float(DlcDType t) { return t == DLC_F32 || t == DLC_F64; }
+
+/* Operand i must be a batched floating-point tensor of the given rank (or
+ * at least min_rank when rank < 0). */
+static bool want_tensor(DlcInfer *inf, int i, int rank, int min_rank,
+                        const char *layout) {
+    const DlcType *t = &inf->in[i];
+    char b[DLC_TYPE_STR_MAX];
+    if (!is_float(t->dtype)) {
+        dlc_error(inf->ctx, inf->loc, "%s: expects a floating-point tensor, got %s",
+                  OPNAME, tstr(t, b));
+        return false;
+    }
+    if (!t->batched) {
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: expects a per-sample (batched) tensor, got %s", OPNAME,
+                  tstr(t, b));
+        return false;
+    }
+    if ((rank >= 0 && t->rank != rank) || (rank < 0 && t->rank < min_rank)) {
+        dlc_error(inf->ctx, inf->loc, "%s: expects a tensor of shape %s, got %s",
+                  OPNAME, layout, tstr(t, b));
+        return false;
+    }
+    return true;
+}
+
+static bool want_positive(DlcInfer *inf, const char *name, int64_t v, int64_t min) {
+    if (v < min) {
+        dlc_error(inf->ctx, inf->loc, "%s: %s must be at least %lld, got %lld",
+                  OPNAME, name, (long long)min, (long long)v);
+        return false;
+    }
+    return true;
+}
+
+static bool want_pair(DlcInfer *inf, const char *name, int64_t min) {
+    const int64_t *p = A(name).pair;
+    return want_positive(inf, name, p[0], min) && want_positive(inf, name, p[1], min);
+}
+
+static void set_out(DlcInfer *inf, DlcDType dt, bool batched, int rank,
+                    const int64_t *dims) {
+    DlcType *t = &inf->out[inf->nout++];
+    memset(t, 0, sizeof *t);
+    t->dtype = dt;
+    t->batched = batched;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+}
+
+static void add_param(DlcInfer *inf, const char *role, DlcDType dt, int rank,
+                      const int64_t *dims, DlcInit init, bool trainable) {
+    int k = inf->nparams++;
+    inf->params[k].role = role;
+    inf->params[k].init = init;
+    inf->params[k].trainable = trainable;
+    DlcType *t = &inf->params[k].type;
+    memset(t, 0, sizeof *t);
+    t->dtype = dt;
+    t->rank = rank;
+    for (int i = 0; i < rank; i++)
+        t->dims[i] = dims[i];
+}
+
+/* Checks that every result and parameter stays within DLC_MAX_NUMEL. */
+static bool check_sizes(DlcInfer *inf) {
+    char b[DLC_TYPE_STR_MAX];
+    for (int i = 0; i < inf->nout; i++) {
+        int64_t n = dlc_type_numel(&inf->out[i]);
+        if (n < 0 || n > DLC_MAX_NUMEL) {
+            dlc_error(inf->ctx, inf->loc, "%s: result %s is too large", OPNAME,
+                      tstr(&inf->out[i], b));
+            return false;
+        }
+    }
+    for (int i = 0; i < inf->nparams; i++) {
+        int64_t n = dlc_type_numel(&inf->params[i].type);
+        if (n < 0 || n > DLC_MAX_NUMEL) {
+            dlc_error(inf->ctx, inf->loc, "%s: parameter %s %s is too large",
+                      OPNAME, inf->params[i].role, tstr(&inf->params[i].type, b));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Output length of a sliding window, PyTorch's (and Caffe's) formula.  In
+ * ceil mode the last window may hang over the end, but must start inside the
+ * input or the left padding.  Returns < 1 when the window does not fit. */
+static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
+                          int64_t pad, int64_t dilation, bool ceil_mode) {
+    int64_t span = dilation * (kernel - 1) + 1;
+    int64_t room = in + 2 * pad - span;
+    if (room < 0)
+        return 0;
+    int64_t out = (ceil_mode ? (room + stride - 1) / stride : room / stride) + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad)
+        out--;
+    return out;
+}
+
+/* ---- the rules ---------------------------------------------------------- */
+
+bool dlc_infer_conv2d(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]"))
+        return false;
+    int64_t f = A("filters").i, g = A("groups").i;
+    if (!want_positive(inf, "filters", f, 1) || !want_pair(inf, "kernel", 1) ||
+        !want_pair(inf, "stride", 1) || !want_pair(inf, "pad", 0) ||
+        !want_pair(inf, "dilation", 1) || !want_positive(inf, "groups", g, 1))
+        return false;
+    const DlcType *x = &inf->in[0];
+    int64_t c = x->dims[0];
+    if (c % g || f % g) {
+        dlc_error(inf->ctx, inf->loc,
+                  "conv2d: groups=%lld must divide both the input channels (%lld) "
+                  "and filters (%lld)", (long long)g, (long long)c, (long long)f);
+        return false;
+    }
+    const int64_t *k = A("kernel").pair, *s = A("stride").pair,
+                  *p = A("pad").pair, *d = A("dilation").pair;
+    int64_t oh = window_out(x->dims[1], k[0], s[0], p[0], d[0], false);
+    int64_t ow = window_out(x->dims[2], k[1], s[1], p[1], d[1], false);
+    if (oh < 1 || ow < 1) {
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc,
+                  "conv2d: kernel %lldx%lld (dilation %lldx%lld) does not fit in "
+                  "input %s padded by %lldx%lld",
+                  (long long)k[0], (long long)k[1], (long long)d[0], (long long)d[1],
+                  tstr(x, b), (long long)p[0], (long long)p[1]);
+        return false;
+    }
+    set_out(inf, x->dtype, true, 3, (int64_t[]){f, oh, ow});
+    add_param(inf, "weight", x->dtype, 4, (int64_t[]){f, c / g, k[0], k[1]},
+              DLC_INIT_KAIMING_UNIFORM, true);
+    if (A("bias").b)
+        add_param(inf, "bias", x->dtype, 1, (int64_t[]){f}, DLC_INIT_ZEROS, true);
+    return check_sizes(inf);
+}
+
+bool dlc_infer_dense(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,...]"))
+        return false;
+    int64_t units = A("units").i;
+    if (!want_positive(inf, "units", units, 1))
+        return false;
+    const DlcType *x = &inf->in[0];
+    int64_t in = dlc_type_numel(x);
+    set_out(inf, x->dtype, true, 1, (int64_t[]){units});
+    add_param(inf, "weight", x->dtype, 2, (int64_t[]){units, in},
+              DLC_INIT_KAIMING_UNIFORM, true);
+    if (A("bias").b)
+        add_param(inf, "bias", x->dtype, 1, (int64_t[]){units}, DLC_INIT_ZEROS, true);
+    return check_sizes(inf);
+}
+
+bool dlc_infer_batchnorm(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
+        return false;
+    double eps = A("eps").f, momentum = A("momentum").f;
+    if (!(eps > 0)) {
+        dlc_error(inf->ctx, inf->loc, "batchnorm: eps must be positive, got %g", eps);
+        return false;
+    }
+    if (!(momentum >= 0 && momentum <= 1)) {
+        dlc_error(inf->ctx, inf->loc,
+                  "batchnorm: momentum must be between 0 and 1, got %g", momentum);
+        return false;
+    }
+    const DlcType *x = &inf->in[0];
+    int64_t c = x->dims[0];
+    DlcDType dt = x->dtype;
+    set_out(inf, dt, true, x->rank, x->dims);
+    add_param(inf, "weight", dt, 1, &c, DLC_INIT_ONES, true);
+    add_param(inf, "bias", dt, 1, &c, DLC_INIT_ZEROS, true);
+    add_param(inf, "running_mean", dt, 1, &c, DLC_INIT_ZEROS, false);
+    add_param(inf, "running_var", dt, 1, &c, DLC_INIT_ONES, false);
+    return check_sizes(inf);
+}
+
+/* Elementwise ops of one operand: any floating-point tensor, same type out. */
+bool dlc_infer_same(DlcInfer *inf) {
+    const DlcType *x = &inf->in[0];
+    if (!is_float(x->dtype)) {
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: expects a floating-point tensor, got %s",
+                  OPNAME, tstr(x, b));
+        return false;
+    }
+    inf->out[inf->nout++] = *x;
+    return true;
+}
+
+bool dlc_infer_dropout(DlcInfer *inf) {
+    double p = A("p").f;
+    if (!(p >= 0 && p < 1)) {
+        dlc_error(inf->ctx, inf->loc,
+                  "dropout: p must be at least 0 and less than 1, got %g", p);
+        return false;
+    }
+    return dlc_infer_same(inf);
+}
+
+bool dlc_infer_add(DlcInfer *inf) {
+    if (!dlc_type_eq(&inf->in[0], &inf->in[1])) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "add: shapes differ: %s and %s",
+                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
+        return false;
+    }
+    return dlc_infer_same(inf);
+}
+
+bool dlc_infer_pool(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]"))
+        return false;
+    if (!want_pair(inf, "kernel", 1) || !want_pair(inf, "stride", 1) ||
+        !want_pair(inf, "pad", 0))
+        return false;
+    const int64_t *k = A("kernel").pair, *s = A("stride").pair, *p = A("pad").pair;
+    bool ceil_mode = A("ceil_mode").b;
+    for (int i = 0; i < 2; i++)
+        if (2 * p[i] > k[i]) {
+            dlc_error(inf->ctx, inf->loc,
+                      "%s: pad %lldx%lld is more than half the kernel %lldx%lld",
+                      OPNAME, (long long)p[0], (long long)p[1], (long long)k[0],
+                      (long long)k[1]);
+            return false;
+        }
+    const DlcType *x = &inf->in[0];
+    int64_t oh = window_out(x->dims[1], k[0], s[0], p[0], 1, ceil_mode);
+    int64_t ow = window_out(x->dims[2], k[1], s[1], p[1], 1, ceil_mode);
+    if (oh < 1 || ow < 1) {
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: kernel %lldx%lld does not fit in input %s padded by %lldx%lld",
+                  OPNAME, (long long)k[0], (long long)k[1], tstr(x, b),
+                  (long long)p[0], (long long)p[1]);
+        return false;
+    }
+    set_out(inf, x->dtype, true, 3, (int64_t[]){x->dims[0], oh, ow});
+    return true;
+}
+
+bool dlc_infer_globalavgpool(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]"))
+        return false;
+    set_out(inf, inf->in[0].dtype, true, 3, (int64_t[]){inf->in[0].dims[0], 1, 1});
+    return true;
+}
+
+bool dlc_infer_flatten(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 0, "[N,...]"))
+        return false;
+    int64_t n = dlc_type_numel(&inf->in[0]);
+    set_out(inf, inf->in[0].dtype, true, 1, &n);
+    return true;
+}
+
+/* Normalizes an axis attribute against a rank; -1 if out of range. */
+static int norm_axis(int64_t axis, int rank) {
+    if (axis < -rank || axis >= rank)
+        return -1;
+    return (int)(axis < 0 ? axis + rank : axis);
+}
+
+bool dlc_infer_concat(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
+        return false;
+    const DlcType *x = &inf->in[0];
+    int axis = norm_axis(A("axis").i, x->rank);
+    if (axis < 0) {
+        dlc_error(inf->ctx, inf->loc, "concat: axis %lld is out of range for rank %d",
+                  (long long)A("axis").i, x->rank);
+        return false;
+    }
+    DlcType out = *x;
+    for (int i = 1; i < inf->nin; i++) {
+        const DlcType *y = &inf->in[i];
+        bool ok = y->dtype == x->dtype && y->batched && y->rank == x->rank;
+        for (int d = 0; ok && d < x->rank; d++)
+            ok = d == axis || y->dims[d] == x->dims[d];
+        if (!ok) {
+            char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+            dlc_error(inf->ctx, inf->loc,
+                      "concat: operand %d has shape %s, which does not match %s "
+                      "except along axis %d", i + 1, tstr(y, b), tstr(x, a), axis);
+            return false;
+        }
+        out.dims[axis] += y->dims[axis];
+    }
+    inf->out[inf->nout++] = out;
+    return check_sizes(inf);
+}
+
+bool dlc_infer_softmax(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,...]"))
+        return false;
+    if (norm_axis(A("axis").i, inf->in[0].rank) < 0) {
+        dlc_error(inf->ctx, inf->loc, "softmax: axis %lld is out of range for rank %d",
+                  (long long)A("axis").i, inf->in[0].rank);
+        return false;
+    }
+    inf->out[inf->nout++] = inf->in[0];
+    return true;
+}
+
+bool dlc_infer_cross_entropy(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, 1, 0, "[N,classes]"))
+        return false;
+    const DlcType *y = &inf->in[1];
+    if (y->dtype != DLC_I32 || !y->batched || y->rank != 0) {
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc,
+                  "cross_entropy: labels must be class indices of type i32[N], got %s",
+                  tstr(y, b));
+        return false;
+    }
+    set_out(inf, inf->in[0].dtype, false, 0, NULL);
+    return true;
+}
+
+bool dlc_infer_mse(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 0, "[N,...]"))
+        return false;
+    if (!dlc_type_eq(&inf->in[0], &inf->in[1])) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "mse: prediction %s and target %s differ in shape",
+                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
+        return false;
+    }
+    set_out(inf, inf->in[0].dtype, false, 0, NULL);
+    return true;
+}
+
+bool dlc_infer(DlcInfer *inf) {
+    const DlcOpInfo *op = dlc_op_info(inf->kind);
+    inf->nout = 0;
+    inf->nparams = 0;
+    if (op->arity >= 0 ? inf->nin != op->arity : inf->nin < 2) {
+        if (op->arity >= 0)
+            dlc_error(inf->ctx, inf->loc, "%s: expects %d tensor operand%s, got %d",
+                      op->name, op->arity, op->arity == 1 ? "" : "s", inf->nin);
+        else
+            dlc_error(inf->ctx, inf->loc,
+                      "%s: expects at least 2 tensor operands, got %d", op->name,
+                      inf->nin);
+        return false;
+    }
+    return op->infer(inf);
+}

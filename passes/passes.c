@@ -1,0 +1,23 @@
+/* passes.c — the table of passes, by name. */
+#include "passes.h"
+
+#include <string.h>
+
+static const DlcPass table[] = {
+    {"cse", "merge ops that compute the same thing from the same operands", dlc_pass_cse},
+    {"dce", "remove ops whose results are never used, and their parameters", dlc_pass_dce},
+};
+
+const char *const dlc_default_pipeline[] = {"cse", "dce", NULL};
+
+const DlcPass *dlc_pass_lookup(const char *name) {
+    for (size_t i = 0; i < sizeof table / sizeof *table; i++)
+        if (strcmp(table[i].name, name) == 0)
+            return &table[i];
+    return NULL;
+}
+
+const DlcPass *dlc_pass_table(int *n) {
+    *n = (int)(sizeof table / sizeof *table);
+    return table;
+}
