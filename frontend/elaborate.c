@@ -23,6 +23,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "parser.h" /* token codes of operators */
 
@@ -95,6 +96,7 @@ typedef struct Elab {
 } Elab;
 
 static Ev eval(Elab *e, AstNode *n);
+static bool want_bool(Elab *e, AstNode *n, bool *out);
 static void exec_stmts(Elab *e, const AstNodes *stmts);
 
 static const char *ev_kind_name(const Ev *v) {
@@ -895,6 +897,12 @@ static Ev eval(Elab *e, AstNode *n) {
     case AST_CALL: v = eval_call(e, n); break;
     case AST_MEMBER: v = eval_member(e, n); break;
     case AST_INDEX: v = eval_index(e, n); break;
+    case AST_COND: {
+        bool c;
+        if (want_bool(e, n->a, &c))
+            v = eval(e, c ? n->b : n->c);
+        break;
+    }
     default: dlc_unreachable("statement node %d in an expression", (int)n->kind);
     }
     e->expr_depth--;
@@ -1196,11 +1204,9 @@ static void load_import(Loader *ld, const AstDecl *imp, int depth) {
         for (int i = 0; i < ndirs && !found; i++) {
             const char *dir = i == 0 ? dir_of(ld->arena, from) : ld->opt->include_dirs[i - 1];
             char *cand = dlc_arena_printf(ld->arena, "%s/%s", dir, path);
-            FILE *f = fopen(cand, "rb");
-            if (f) {
-                fclose(f);
+            struct stat st;
+            if (stat(cand, &st) == 0)
                 found = cand;
-            }
         }
     }
     char *real = found ? realpath(found, NULL) : NULL;
@@ -1216,6 +1222,12 @@ static void load_import(Loader *ld, const AstDecl *imp, int depth) {
         return; /* imported already (or importing itself): once is enough */
     if (depth >= MAX_IMPORT_DEPTH) {
         dlc_error(ld->ctx, imp->loc, "imports nested more than %d deep", MAX_IMPORT_DEPTH);
+        return;
+    }
+    struct stat st;
+    if (stat(found, &st) != 0 || !S_ISREG(st.st_mode)) {
+        /* a directory or a device (/dev/zero) is never a source file */
+        dlc_error(ld->ctx, imp->loc, "imported \"%s\" is not a regular file", path);
         return;
     }
     size_t size;
@@ -1281,6 +1293,12 @@ DlcModule *dlc_frontend_compile(DlcCtx *ctx, int file, const DlcFrontendOptions 
     }
     int errors = ctx->nerrors;
     load_file(&ld, file, 0);
+    if (ctx->nerrors > errors) {
+        /* elaborating a tree with holes would only add errors that follow
+           from the syntax errors already reported */
+        dlc_arena_free(&arena);
+        return NULL;
+    }
 
     DlcModule *m = dlc_module_new(ctx);
     m->source = dlc_arena_strdup(&m->arena, ctx->files[file].path);

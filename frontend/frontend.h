@@ -39,6 +39,7 @@ typedef enum AstKind {
     AST_CALL,   /* s: callee; args; chained: the first argument came from '->' */
     AST_MEMBER, /* a.s */
     AST_INDEX,  /* a[b] */
+    AST_COND,   /* b if a else c */
     /* statements */
     AST_BIND,   /* targets (names in items, as AST_NAME) = a */
     AST_RETURN, /* items: the returned values */
@@ -69,6 +70,7 @@ struct AstNode {
     const char *s;   /* see AstKind */
     DlcLoc sloc;     /* AST_MEMBER: the member name; AST_REPEAT: the loop variable */
     AstNode *a, *b;  /* operands, condition, count, right-hand side */
+    AstNode *c;      /* AST_COND: the else value */
     AstNodes items;  /* list items, returned values, bind targets */
     AstArgs args;    /* AST_CALL */
     AstNodes body;   /* AST_REPEAT, AST_IF: statements */

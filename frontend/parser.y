@@ -289,6 +289,12 @@ exprs_opt
 
 expr
     : bexpr
+    | bexpr IF bexpr ELSE bexpr {
+          $$ = dlc_ast_node(A, AST_COND, L(p, @2));
+          $$->b = $1;
+          $$->a = $3;
+          $$->c = $5;
+      }
     | expr ARROW IDENT                  { $$ = chain(p, $1, $3, @3, (AstArgs){0}); }
     | expr ARROW IDENT '(' args_opt ')' { $$ = chain(p, $1, $3, @3, $5); }
     ;

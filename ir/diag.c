@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 void dlc_ctx_init(DlcCtx *ctx, FILE *err) {
@@ -65,8 +66,11 @@ static const char *source_line(DlcCtx *ctx, DlcLoc loc, int *len) {
         return NULL;
     DlcSource *s = &ctx->files[loc.file];
     if (!s->text && !s->tried && strcmp(s->path, "-") != 0) {
+        /* only regular files: a loc() naming /dev/zero must not hang us */
+        struct stat st;
         s->tried = true;
-        s->text = dlc_read_file(s->path, &s->size);
+        if (stat(s->path, &st) == 0 && S_ISREG(st.st_mode))
+            s->text = dlc_read_file(s->path, &s->size);
     }
     if (!s->text)
         return NULL;

@@ -168,10 +168,9 @@ const char *dlc_closest(const char *name, const char *const *cands, int n) {
             best = cands[i];
         }
     }
-    /* a third of the name's length, at least one edit, reads as a typo */
-    int limit = (int)strlen(name) / 3;
-    if (limit < 1)
-        limit = 1;
+    /* up to a third of the name's length in edits reads as a typo; a
+       one-letter name is too short to guess at */
+    int limit = ((int)strlen(name) + 1) / 3;
     return best_d <= limit ? best : NULL;
 }
 

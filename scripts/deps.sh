@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what dlc needs on Debian 12, skipping what is already there.
+#   scripts/deps.sh build   the compiler: a C compiler, CMake, flex, bison
+#   scripts/deps.sh test    also the test tools: LLVM's FileCheck and not
+#                           (llvm-16-tools), clang-16 with libFuzzer, Graphviz,
+#                           Python with venv, and LLVM's lit from PyPI in .venv
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-build}
+
+pkgs=(build-essential cmake flex bison)
+if [ "$what" = test ]; then
+    pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv)
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "deps: installing ${missing[*]}"
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$what" = test ] && ! .venv/bin/lit --version >/dev/null 2>&1; then
+    echo "deps: installing lit into .venv"
+    # Debian's own python3, so that later test oracles (python3-torch) are visible
+    /usr/bin/python3 -m venv --system-site-packages .venv
+    .venv/bin/pip install -q lit
+fi

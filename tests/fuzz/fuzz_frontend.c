@@ -1,0 +1,25 @@
+/* fuzz_frontend.c — libFuzzer target for the .dl frontend: scanner, parser,
+ * elaboration and shape rules.  Any input must end in a module or in
+ * diagnostics, never in a crash, a hang, a leak or undefined behaviour; an
+ * accepted module must also pass check_module(). */
+#include "roundtrip.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    FILE *sink = fopen("/dev/null", "w");
+    DlcCtx ctx;
+    dlc_ctx_init(&ctx, sink);
+    char *text = malloc(size + 1);
+    memcpy(text, data, size);
+    text[size] = 0;
+    int file = dlc_ctx_add_source(&ctx, "fuzz.dl", text, size, false);
+    DlcModule *m = dlc_frontend_compile(&ctx, file, NULL);
+    if (m) {
+        check_module(&ctx, m);
+        dlc_module_free(m);
+    }
+    dlc_ctx_free(&ctx);
+    fclose(sink);
+    return 0;
+}

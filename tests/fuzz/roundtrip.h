@@ -1,0 +1,38 @@
+/* roundtrip.h — the property both fuzz targets check on every module they
+ * manage to build: it verifies, the passes keep it valid, and its IR text
+ * parses back and prints identically.  A violation aborts, which libFuzzer
+ * reports as a crash with the input that caused it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "frontend.h"
+#include "../passes/passes.h"
+
+static char *print_to_string(const DlcModule *m, size_t *len) {
+    char *buf;
+    FILE *f = open_memstream(&buf, len);
+    dlc_print_module(f, m);
+    fclose(f);
+    return buf;
+}
+
+static void check_module(DlcCtx *ctx, DlcModule *m) {
+    if (!dlc_verify(ctx, m))
+        dlc_unreachable("a module that was accepted does not verify");
+    for (int i = 0; dlc_default_pipeline[i]; i++) {
+        dlc_pass_lookup(dlc_default_pipeline[i])->run(ctx, m);
+        if (!dlc_verify(ctx, m))
+            dlc_unreachable("pass %s broke the module", dlc_default_pipeline[i]);
+    }
+    size_t la, lb;
+    char *a = print_to_string(m, &la);
+    int file = dlc_ctx_add_source(ctx, "roundtrip.dlir", a, la, true);
+    DlcModule *back = dlc_parse_ir(ctx, file);
+    if (!back || !dlc_verify(ctx, back))
+        dlc_unreachable("printed IR does not parse back:\n%s", a);
+    char *b = print_to_string(back, &lb);
+    if (la != lb || memcmp(a, b, la) != 0)
+        dlc_unreachable("IR text does not round-trip:\n%s\n---- printed back as ----\n%s", a, b);
+    free(b);
+    dlc_module_free(back);
+}

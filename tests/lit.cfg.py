@@ -1,0 +1,36 @@
+# lit configuration for dlc's regression tests.
+#
+# Every .dl, .dlir and .test file under tests/ is a test: its RUN: lines are
+# shell commands with these substitutions, and FileCheck checks its CHECK:
+# lines.  See docs/testing.md.
+#   %dlc        the dlc compiler of this build
+#   %models     the model zoo (models/)
+#   %tests      this folder
+#   %python     the Python that runs lit (for helper scripts)
+#   FileCheck, not   LLVM's tools from llvm-16-tools
+import os
+import sys
+
+import lit.formats
+
+config.name = "dlc"
+config.test_format = lit.formats.ShTest(execute_external=False)
+config.suffixes = [".dl", ".dlir", ".test"]
+config.excludes = ["fuzz", "unit", "Inputs"]
+config.test_source_root = os.path.dirname(__file__)
+
+config.substitutions.append(("%dlc", config.dlc))
+config.substitutions.append(("%models", os.path.join(config.source_root, "models")))
+config.substitutions.append(("%tests", config.test_source_root))
+config.substitutions.append(("%python", sys.executable))
+config.substitutions.append(("FileCheck", config.filecheck))
+config.substitutions.append((r"\bnot\b", config.not_tool))
+
+if config.dot and os.path.exists(config.dot):
+    config.available_features.add("dot")
+    config.substitutions.append(("%dot", config.dot))
+
+# sanitizer builds: report leaks and errors as failures
+config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
+config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+config.environment["NO_COLOR"] = "1"
