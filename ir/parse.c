@@ -874,8 +874,9 @@ static bool parse_op(Parser *p) {
     o.loc = tok_loc(p, &o.first);
     if (is_word(p, "loc") && !parse_loc(p, &o))
         return false;
-    if (!dlc_network_add_op(p->m, p->net, o.kind, o.in, o.nin, o.nparams, o.attrs,
-                            o.types, o.names, o.nout, o.loc))
+    DlcValue *none = NULL; /* the builder copies in[] even when it is empty */
+    if (!dlc_network_add_op(p->m, p->net, o.kind, o.in ? o.in : &none, o.nin,
+                            o.nparams, o.attrs, o.types, o.names, o.nout, o.loc))
         dlc_unreachable("parse: result name taken after it was checked");
     return true;
 }
