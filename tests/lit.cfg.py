@@ -7,6 +7,7 @@
 #   %models     the model zoo (models/)
 #   %tests      this folder
 #   %python     the Python that runs lit (for helper scripts)
+#   %exit N     runs the rest of the line and requires exit status N
 #   FileCheck, not   LLVM's tools from llvm-16-tools
 import os
 import sys
@@ -22,9 +23,10 @@ config.test_source_root = os.path.dirname(__file__)
 config.substitutions.append(("%dlc", config.dlc))
 config.substitutions.append(("%models", os.path.join(config.source_root, "models")))
 config.substitutions.append(("%tests", config.test_source_root))
+config.substitutions.append(("%exit", sys.executable + " " + os.path.join(config.test_source_root, "exit_code.py")))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("FileCheck", config.filecheck))
-config.substitutions.append((r"\bnot\b", config.not_tool))
+config.substitutions.append((r"(?<![-\w./])not(?=\s)", config.not_tool))
 
 if config.dot and os.path.exists(config.dot):
     config.available_features.add("dot")
