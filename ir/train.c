@@ -151,8 +151,13 @@ static bool check_scalar(DlcCtx *ctx, const char *what, const ArgSpec *spec,
     bool above = spec->max_open ? !(x < spec->max) : !(x <= spec->max);
     if (below || above) {
         char lo[32], hi[32], val[32];
-        dlc_format_double(lo, sizeof lo, spec->min);
-        dlc_format_double(hi, sizeof hi, spec->max);
+        if (spec->type == DLC_CFG_INT) {
+            snprintf(lo, sizeof lo, "%.0f", spec->min);
+            snprintf(hi, sizeof hi, "%.0f", spec->max);
+        } else {
+            dlc_format_double(lo, sizeof lo, spec->min);
+            dlc_format_double(hi, sizeof hi, spec->max);
+        }
         if (v->kind == DLC_CFG_INT)
             snprintf(val, sizeof val, "%lld", (long long)v->i);
         else
