@@ -27,6 +27,8 @@ typedef struct DlcParser {
     union YYSTYPE *pending_val;
     struct YYLTYPE *pending_loc;
     char last_text[48];   /* the last token's spelling, for messages */
+    int text_line;        /* a line of the source ... */
+    const char *text_pos; /* ... and where it starts, to find the next token */
 } DlcParser;
 }
 
@@ -397,12 +399,21 @@ static void remember(DlcParser *p, int tok, const YYLTYPE *l) {
         snprintf(p->last_text, sizeof p->last_text, "end of file");
         return;
     }
-    /* the spelling, from the source text (the token is on one line) */
-    const char *s = src->text;
-    for (int line = 1; line < l->first_line && s; line++) {
+    /* the spelling, from the source text (the token is on one line);
+       tokens come in order, so the search starts from the last line found */
+    if (l->first_line < p->text_line || !p->text_pos) {
+        p->text_line = 1;
+        p->text_pos = src->text;
+    }
+    const char *s = p->text_pos;
+    for (int line = p->text_line; line < l->first_line && s; line++) {
         s = strchr(s, '\n');
         if (s)
             s++;
+    }
+    if (s) {
+        p->text_line = l->first_line;
+        p->text_pos = s;
     }
     int len = l->last_line == l->first_line ? l->last_column - l->first_column : 1;
     if (!s || len <= 0)
