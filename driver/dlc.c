@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../frontend/frontend.h"
@@ -307,19 +308,41 @@ static char *split_part(const char *text, size_t size, int k, int *nparts, size_
     return part;
 }
 
+/* Writes to something that is not a regular file (/dev/null, a pipe)
+ * directly: renaming a file over it would replace it. */
+static bool write_in_place(const char *path, const char *buf, size_t len) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    if (f)
+        ok &= fclose(f) == 0;
+    if (!ok)
+        fprintf(stderr, "dlc: error: cannot write '%s': %s\n", path, strerror(errno));
+    return ok;
+}
+
 /* Writes the output buffer to path through a temporary file in the same
- * directory, renamed into place. */
+ * directory, renamed into place, so that a reader never sees half a file. */
 static bool write_output(const char *path, const char *buf, size_t len) {
     if (!path) {
         fwrite(buf, 1, len, stdout);
         return fflush(stdout) == 0;
     }
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        return write_in_place(path, buf, len);
     size_t n = strlen(path);
     char *tmp = malloc(n + 16);
     if (!tmp)
         return false;
     snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
     int fd = mkstemp(tmp);
+    if (fd >= 0) {
+        /* mkstemp makes the file private; give it the permissions a plain
+           fopen would have */
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     bool ok = f && fwrite(buf, 1, len, f) == len;
     if (f)
@@ -364,8 +387,11 @@ int main(int argc, char **argv) {
         int file = dlc_ctx_add_source(&ctx, o.input, text, size, o.kind == INPUT_DLIR);
         ok = compile_one(&ctx, &o, file, out);
     } else {
-        int nparts = 1;
+        int nparts = 1, errors = 0;
         for (int k = 0; k < nparts; k++) {
+            /* each part is a separate compilation, with its own error limit */
+            errors += ctx.nerrors;
+            ctx.nerrors = ctx.nwerrors = 0;
             size_t psize;
             char *part = split_part(text, size, k, &nparts, &psize);
             int file = dlc_ctx_add_source(&ctx, o.input, part, psize, o.kind == INPUT_DLIR);
@@ -373,6 +399,7 @@ int main(int argc, char **argv) {
                 fputs("// -----\n", out);
             ok &= compile_one(&ctx, &o, file, out);
         }
+        ctx.nerrors += errors;
         free(text);
     }
     fclose(out);

@@ -21,6 +21,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,6 +69,7 @@ typedef struct Binding {
     bool used;
     bool replaced;     /* a later binding took the name */
     bool is_param;     /* a block parameter or network input */
+    bool implicit;     /* made for an unknown name, to silence its later uses */
 } Binding;
 
 /* A network body or a block instance: its variables and layer names. */
@@ -161,8 +163,11 @@ static void warn_if_unused(Elab *e, const Binding *b) {
 static void bind(Elab *e, const char *name, Ev val, DlcLoc loc, bool is_param) {
     Binding *old = dlc_map_get(&e->scope->vars, name);
     if (old) {
+        /* the old value is gone: say so if it was never used, then reuse
+           the binding, so that a loop rebinding a name does not grow memory */
         warn_if_unused(e, old);
-        old->replaced = true;
+        *old = (Binding){.name = name, .val = val, .loc = loc, .is_param = is_param};
+        return;
     }
     Binding *b = dlc_arena_alloc(e->arena, sizeof *b);
     b->name = name;
@@ -209,7 +214,7 @@ static const char *layer_name(Elab *e, const char *override, DlcLoc loc) {
 static int scope_names(Elab *e, const char **out, int max) {
     int n = 0;
     for (int i = 0; i < e->scope->nall && n < max; i++)
-        if (!e->scope->all[i]->replaced)
+        if (!e->scope->all[i]->replaced && !e->scope->all[i]->implicit)
             out[n++] = e->scope->all[i]->name;
     return n;
 }
@@ -266,7 +271,7 @@ static Ev arith_int(Elab *e, int op, int64_t a, int64_t b, DlcLoc loc) {
             return poison;
         }
         if (a == INT64_MIN && b == -1) {
-            overflow = true;
+            overflow = op == '/'; /* the remainder is 0 */
             break;
         }
         r = op == '/' ? a / b : a % b;
@@ -357,21 +362,27 @@ static Ev eval_binary(Elab *e, AstNode *n) {
         return compare(op, as_double(&a), as_double(&b));
     if (a.kind == EV_INT && b.kind == EV_INT)
         return arith_int(e, op, a.i, b.i, n->loc);
-    double x = as_double(&a), y = as_double(&b);
+    double x = as_double(&a), y = as_double(&b), r;
     switch (op) {
-    case '+': return ev_float(x + y);
-    case '-': return ev_float(x - y);
-    case '*': return ev_float(x * y);
+    case '+': r = x + y; break;
+    case '-': r = x - y; break;
+    case '*': r = x * y; break;
     case '/':
         if (y == 0) {
             dlc_error(e->ctx, n->loc, "division by zero");
             return poison;
         }
-        return ev_float(x / y);
+        r = x / y;
+        break;
     default:
         dlc_error(e->ctx, n->loc, "'%%' needs integers");
         return poison;
     }
+    if (!isfinite(r)) {
+        dlc_error(e->ctx, n->loc, "floating-point overflow in '%s'", op_spelling(op));
+        return poison;
+    }
+    return ev_float(r);
 }
 
 static Ev eval_unary(Elab *e, AstNode *n) {
@@ -604,14 +615,18 @@ static Ev call_op(Elab *e, AstNode *n, DlcOpKind kind) {
         }
         tensors[ntensors++] = vals[i].t;
     }
-    if (ntensors < (info->arity >= 0 ? info->arity : 2)) {
-        const char *what = info->arity == 1 ? "a tensor operand" : "tensor operands";
+    int need = info->arity >= 0 ? info->arity : 2;
+    if (ntensors < need) {
         if (i < nargs && !n->args.v[i].key)
-            dlc_error(e->ctx, n->args.v[i].keyloc, "%s: expects %s here, got %s", info->name,
-                      what, ev_kind_name(&vals[i]));
+            dlc_error(e->ctx, n->args.v[i].keyloc, "%s: operand %d must be a tensor, got %s",
+                      info->name, ntensors + 1, ev_kind_name(&vals[i]));
+        else if (ntensors == 0)
+            dlc_error(e->ctx, n->loc, "%s: expects %s%d tensor operand%s, got none; write %s(x, ...) or x -> %s",
+                      info->name, info->arity < 0 ? "at least " : "", need,
+                      need == 1 ? "" : "s", info->name, info->name);
         else
-            dlc_error(e->ctx, n->loc, "%s: expects %s; write %s(x, ...) or x -> %s",
-                      info->name, what, info->name, info->name);
+            dlc_error(e->ctx, n->loc, "%s: expects %s%d tensor operands, got %d", info->name,
+                      info->arity < 0 ? "at least " : "", need, ntensors);
         return poison;
     }
     /* the rest are attributes: positional in schema order, then keywords */
@@ -629,7 +644,10 @@ static Ev call_op(Elab *e, AstNode *n, DlcOpKind kind) {
             }
             at = slot++;
         } else if (strcmp(a->key, "name") == 0) {
-            if (vals[i].kind != EV_STR || !vals[i].s[0] || strchr(vals[i].s, '.')) {
+            if (override) {
+                dlc_error(e->ctx, a->keyloc, "%s: argument 'name' given twice", info->name);
+                ok = false;
+            } else if (vals[i].kind != EV_STR || !vals[i].s[0] || strchr(vals[i].s, '.')) {
                 dlc_error(e->ctx, a->val->loc,
                           "'name' must be a non-empty string without dots");
                 ok = false;
@@ -702,7 +720,11 @@ static Ev call_block(Elab *e, AstNode *n, const AstDecl *blk) {
             }
             slot = pos++;
         } else if (strcmp(a->key, "name") == 0 && !has_name_param) {
-            if (v.kind != EV_STR || !v.s[0] || strchr(v.s, '.')) {
+            if (override) {
+                dlc_error(e->ctx, a->keyloc, "block '%s': argument 'name' given twice",
+                          blk->name);
+                ok = false;
+            } else if (v.kind != EV_STR || !v.s[0] || strchr(v.s, '.')) {
                 dlc_error(e->ctx, a->val->loc, "'name' must be a non-empty string without dots");
                 ok = false;
             } else {
@@ -769,9 +791,12 @@ static Ev call_block(Elab *e, AstNode *n, const AstDecl *blk) {
         }
         bind(e, prm->name, vals[k], prm->loc, true);
     }
+    int errors = e->ctx->nerrors;
     Ev result = ok ? exec_body(e, &blk->body, blk->loc, "block") : poison;
     if (ok)
         warn_unused_in_scope(e);
+    if (e->ctx->nerrors > errors && !e->stop)
+        dlc_note(e->ctx, n->loc, "in block '%s', expanded here", blk->name);
     e->block_depth--;
     e->scope = saved;
     e->bind_name = saved_bind;
@@ -810,6 +835,13 @@ static Ev call_builtin(Elab *e, AstNode *n) {
 }
 
 static Ev eval_call(Elab *e, AstNode *n) {
+    Binding *var = dlc_map_get(&e->scope->vars, n->s);
+    if (var && !var->implicit) {
+        var->used = true;
+        dlc_error(e->ctx, n->loc, "'%s' is %s, not an op or a block, so it cannot be called",
+                  n->s, ev_kind_name(&var->val));
+        return poison;
+    }
     const AstDecl *blk = dlc_map_get(&e->blocks, n->s);
     if (blk)
         return call_block(e, n, blk);
@@ -860,7 +892,8 @@ static Ev eval_name(Elab *e, AstNode *n) {
         dlc_error(e->ctx, n->loc, "unknown name '%s'", n->s);
     /* bind it to poison so that later uses stay quiet */
     bind(e, n->s, poison, n->loc, false);
-    ((Binding *)dlc_map_get(&e->scope->vars, n->s))->used = true;
+    Binding *silenced = dlc_map_get(&e->scope->vars, n->s);
+    silenced->used = silenced->implicit = true;
     return poison;
 }
 
@@ -920,8 +953,12 @@ static void exec_bind(Elab *e, AstNode *s) {
         return;
     }
     if (v.kind != EV_POISON && (v.kind != EV_LIST || v.n != nt)) {
-        dlc_error(e->ctx, s->items.v[0]->loc, "cannot unpack %s into %d names",
-                  ev_kind_name(&v), nt);
+        if (v.kind == EV_LIST)
+            dlc_error(e->ctx, s->items.v[0]->loc, "cannot unpack a list of %d into %d names",
+                      v.n, nt);
+        else
+            dlc_error(e->ctx, s->items.v[0]->loc, "cannot unpack %s into %d names",
+                      ev_kind_name(&v), nt);
         v = poison;
     }
     if (v.kind == EV_LIST && v.n != nt) /* poison may stand for a list */
@@ -961,9 +998,9 @@ static void exec_repeat(Elab *e, AstNode *s) {
             bind(e, s->s, ev_int(i), s->sloc, false);
             ((Binding *)dlc_map_get(&e->scope->vars, s->s))->used = true;
         }
-        int errors = e->ctx->nerrors;
+        int errors = e->ctx->nerrors - e->ctx->nwerrors;
         exec_stmts(e, &s->body);
-        if (e->ctx->nerrors > errors)
+        if (e->ctx->nerrors - e->ctx->nwerrors > errors)
             break; /* the same mistake would be reported each time round */
     }
 }
@@ -1072,8 +1109,10 @@ static bool input_type(Elab *e, const AstParam *in, DlcType *t) {
 }
 
 static void elaborate_network(Elab *e, const AstDecl *d) {
-    if (dlc_module_find_network(e->m, d->name)) {
+    DlcNetwork *prev = dlc_module_find_network(e->m, d->name);
+    if (prev) {
         dlc_error(e->ctx, d->loc, "network '%s' is defined twice", d->name);
+        dlc_note(e->ctx, prev->loc, "the first definition is here");
         return;
     }
     e->net = dlc_network_new(e->m, d->name, d->loc);
@@ -1132,6 +1171,7 @@ static bool eval_cfg(Elab *e, AstNode *n, DlcCfg *out, int depth) {
         for (int i = 0; i < n->args.n; i++) {
             const AstArg *a = &n->args.v[i];
             out->args[i].key = a->key ? dlc_arena_strdup(&e->m->arena, a->key) : NULL;
+            out->args[i].keyloc = a->keyloc;
             ok &= eval_cfg(e, a->val, &out->args[i].val, depth + 1);
         }
         return ok;
@@ -1171,8 +1211,8 @@ static void elaborate_train(Elab *e, const AstDecl *d) {
             dlc_note(e->ctx, e->m->trains[j]->loc, "the first is here");
             ok = false;
         }
-    if (ok)
-        dlc_train_check(e->ctx, e->m, t);
+    (void)ok; /* the entries that did evaluate are still worth checking */
+    dlc_train_check(e->ctx, e->m, t);
 }
 
 /* ---- files and imports -------------------------------------------------- */
@@ -1196,6 +1236,10 @@ static bool load_file(Loader *ld, int file, int depth);
 static void load_import(Loader *ld, const AstDecl *imp, int depth) {
     const char *from = ld->ctx->files[imp->file].path;
     const char *path = imp->name;
+    if (!path[0]) {
+        dlc_error(ld->ctx, imp->loc, "import of an empty path");
+        return;
+    }
     char *found = NULL;
     if (path[0] == '/') {
         found = dlc_arena_strdup(ld->arena, path);

@@ -21,6 +21,7 @@ typedef struct DlcParser {
     DlcLoc comment_start; /* of an open block comment */
     /* dlc_lex() state */
     int depth;            /* open ( and [ */
+    DlcLoc open[16];      /* where the innermost of them were opened */
     int last;             /* last token returned to the parser */
     bool has_pending;     /* a token read ahead */
     int pending;
@@ -43,6 +44,7 @@ int dlc_lex(YYSTYPE *lval, YYLTYPE *lloc, DlcParser *p);
 
 #define yylex dlc_lex
 #define A (p->arena)
+#define MAX_OPEN ((int)(sizeof ((DlcParser *)0)->open / sizeof (DlcLoc)))
 
 static DlcLoc L(const DlcParser *p, YYLTYPE l) {
     int len = l.last_line == l.first_line && l.last_column > l.first_column
@@ -152,6 +154,9 @@ decl
           d->params = $4;
           d->body = $6;
       }
+    | NETWORK error body     { yyerrok; }
+    | BLOCK error body       { yyerrok; }
+    | TRAIN error '{' entries '}' { yyerrok; }
     | TRAIN IDENT '{' entries '}' {
           AstDecl *d = dlc_ast_decl(A, p->out, DECL_TRAIN, $2, L(p, @2), p->file);
           d->entries = $4;
@@ -383,6 +388,8 @@ static bool ends_statement(int tok) {
 static int raw_token(DlcParser *p, YYSTYPE *lval, YYLTYPE *lloc) {
     for (;;) {
         int t = dlcyylex(lval, lloc, p->scanner);
+        if (t == 0) /* flex sets no location at the end of the input */
+            *lloc = (YYLTYPE){p->line, p->col, p->line, p->col};
         if (t == NL && p->depth > 0)
             continue;
         return t;
@@ -470,7 +477,11 @@ int dlc_lex(YYSTYPE *lval, YYLTYPE *lloc, DlcParser *p) {
         break;
     }
     switch (t) {
-    case '(': case '[': p->depth++; break;
+    case '(': case '[':
+        if (p->depth < MAX_OPEN)
+            p->open[p->depth] = L(p, *lloc);
+        p->depth++;
+        break;
     case ')': case ']': if (p->depth > 0) p->depth--; break;
     /* these never appear inside brackets: an unclosed one must not swallow
        the newlines of the rest of the file */
@@ -485,23 +496,26 @@ int dlc_lex(YYSTYPE *lval, YYLTYPE *lloc, DlcParser *p) {
 
 /* A token's name for messages: 'x' for punctuation, words for the rest. */
 static void token_name(char *buf, size_t size, yysymbol_kind_t sym) {
+    static const char *const descriptions[] = {
+        "identifier", "string", "integer", "number", "boolean", "end of line"};
+    if (sym == YYSYMBOL_YYEOF) {
+        snprintf(buf, size, "end of file");
+        return;
+    }
+    /* bison may give an alias with or without its quotes, a character
+       token with its single quotes */
     const char *name = yysymbol_name(sym);
     size_t n = strlen(name);
-    if (n >= 2 && name[0] == '"' && name[n - 1] == '"') {
-        /* aliases: keywords and operators are quoted, descriptions are not */
-        const char *inner = name + 1;
-        bool word = strchr(inner, ' ') != NULL || strcmp(inner, "identifier\"") == 0 ||
-                    strcmp(inner, "string\"") == 0 || strcmp(inner, "integer\"") == 0 ||
-                    strcmp(inner, "number\"") == 0 || strcmp(inner, "boolean\"") == 0;
-        if (word)
-            snprintf(buf, size, "%.*s", (int)n - 2, inner);
-        else
-            snprintf(buf, size, "'%.*s'", (int)n - 2, inner);
-    } else if (sym == YYSYMBOL_YYEOF) {
-        snprintf(buf, size, "end of file");
-    } else {
-        snprintf(buf, size, "%s", name);
+    if (n >= 2 && (name[0] == '"' || name[0] == '\'') && name[n - 1] == name[0]) {
+        name++;
+        n -= 2;
     }
+    for (size_t i = 0; i < sizeof descriptions / sizeof *descriptions; i++)
+        if (strlen(descriptions[i]) == n && strncmp(descriptions[i], name, n) == 0) {
+            snprintf(buf, size, "%.*s", (int)n, name);
+            return;
+        }
+    snprintf(buf, size, "'%.*s'", (int)n, name);
 }
 
 static int yyreport_syntax_error(const yypcontext_t *yyctx, DlcParser *p) {
@@ -531,6 +545,10 @@ static int yyreport_syntax_error(const yypcontext_t *yyctx, DlcParser *p) {
                                 name);
     }
     dlc_error(p->ctx, L(p, *yypcontext_location(yyctx)), "syntax error: %s", msg);
+    /* a bracket left open swallows the line ends after it: say where it is */
+    if (p->depth > 0 && p->depth <= MAX_OPEN && p->open[p->depth - 1].line !=
+                                                    yypcontext_location(yyctx)->first_line)
+        dlc_note(p->ctx, p->open[p->depth - 1], "this bracket is not closed");
     return 0;
 }
 

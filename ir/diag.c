@@ -39,6 +39,7 @@ int dlc_ctx_add_source(DlcCtx *ctx, const char *path, char *text, size_t size,
         ctx->files = nf;
     }
     DlcSource *s = &ctx->files[ctx->nfiles];
+    memset(s, 0, sizeof *s);
     s->path = strdup(path);
     s->text = text;
     s->size = size;
@@ -97,9 +98,10 @@ void dlc_vdiag(DlcCtx *ctx, DlcSeverity sev, DlcLoc loc, const char *fmt,
             ctx->in_note_of_dropped = true;
             return;
         }
-        if (ctx->werror)
+        if (ctx->werror) {
             sev = DLC_SEV_ERROR;
-        else
+            ctx->nwerrors++;
+        } else
             ctx->nwarnings++;
     }
     if (sev == DLC_SEV_ERROR) {

@@ -124,6 +124,7 @@ typedef struct DlcCtx {
     FILE *err;            /* where diagnostics go (stderr by default) */
     int nerrors;          /* errors reported so far (warnings under -Werror too) */
     int nwarnings;
+    int nwerrors;         /* how many of nerrors are warnings under -Werror */
     int max_errors;       /* stop reporting (not compiling) after this many */
     bool werror;          /* treat warnings as errors */
     bool no_warnings;     /* suppress warnings */
@@ -398,6 +399,7 @@ typedef struct DlcCfg {
 struct DlcCfgArg {
     const char *key;  /* NULL for a positional argument */
     DlcCfg val;
+    DlcLoc keyloc;    /* of the key (line 0 when unknown: use val.loc) */
 };
 
 typedef struct DlcTrainEntry {

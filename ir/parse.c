@@ -246,10 +246,11 @@ static void lex_string(Lexer *lx, Token *t) {
             report(lx, lex_loc(lx, lx->line, lx->col, 1), "unexpected NUL byte in string");
             break;
         }
-        if (c == '\\' && !lex_escape(lx))
-            break;
-        if (c == '\\')
+        if (c == '\\') {
+            if (!lex_escape(lx))
+                break;
             continue;
+        }
         lex_bump(lx);
         if (c == '"') {
             lex_finish(lx, t);
@@ -432,8 +433,10 @@ static bool parse_int(Parser *p, const char *what, int64_t *out) {
 /* An int that fits in an int and is at least 1 (line and column numbers). */
 static bool parse_count(Parser *p, const char *what, int *out) {
     Token t = p->tok;
+    char expected[64];
+    snprintf(expected, sizeof expected, "a %s", what);
     int64_t v;
-    if (!parse_int(p, what, &v))
+    if (!parse_int(p, expected, &v))
         return false;
     if (v < 1 || v > INT_MAX)
         return report(&p->lx, tok_loc(p, &t), "%s out of range", what);
@@ -549,7 +552,9 @@ static bool check_new_name(Parser *p, const Token *t, const char *name) {
     if (!old)
         return true;
     report(&p->lx, tok_loc(p, t), "'%c%s' is already defined", t->text[0], name);
-    dlc_note(p->lx.ctx, old->loc, "'%c%s' was defined here", sigil(old), name);
+    /* only into this text: a loc(...) may name any file, which diag.c reads */
+    if (old->loc.file == p->lx.file)
+        dlc_note(p->lx.ctx, old->loc, "'%c%s' was defined here", sigil(old), name);
     return false;
 }
 
@@ -659,7 +664,7 @@ static bool parse_param(Parser *p) {
     if (type.batched)
         return report(&p->lx, tok_loc(p, &ttok),
                       "parameter '@%s' must not be batched (no N in its type)", name);
-    DlcInit init;
+    DlcInit init = DLC_INIT_ZEROS;
     if (!parse_init(p, &init))
         return false;
     dlc_network_add_param(p->m, p->net, name, type, init, trainable, tok_loc(p, &t));
@@ -998,19 +1003,17 @@ static bool parse_cfg_call(Parser *p, DlcCfg *v) {
 static bool parse_cfg_after_word(Parser *p, DlcCfg *v, const Token *t) {
     memset(v, 0, sizeof *v);
     v->loc = tok_loc(p, t);
-    v->s = tok_name(p, t);
-    if (p->tok.kind == '(')
-        return parse_cfg_call(p, v);
-    if (tok_eq(t, "true") || tok_eq(t, "false")) {
+    if (p->tok.kind != '(' && (tok_eq(t, "true") || tok_eq(t, "false"))) {
         v->kind = DLC_CFG_BOOL;
         v->b = tok_eq(t, "true");
-        v->s = NULL;
-    } else if (tok_eq(t, "inf") || tok_eq(t, "nan")) {
+    } else if (p->tok.kind != '(' && (tok_eq(t, "inf") || tok_eq(t, "nan"))) {
         v->kind = DLC_CFG_FLOAT;
         v->f = tok_eq(t, "nan") ? NAN : HUGE_VAL;
-        v->s = NULL;
     } else {
         v->kind = DLC_CFG_SYM;
+        v->s = tok_name(p, t);
+        if (p->tok.kind == '(')
+            return parse_cfg_call(p, v);
     }
     return true;
 }

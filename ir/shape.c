@@ -96,10 +96,19 @@ static bool want_tensor(DlcInfer *inf, int i, int rank, int min_rank,
     return true;
 }
 
+/* Sizes, strides, pads and counts are bounded so that no arithmetic on
+ * them (with dimensions up to DLC_MAX_NUMEL) can overflow int64. */
+#define MAX_ATTR_SIZE ((int64_t)1 << 30)
+
 static bool want_positive(DlcInfer *inf, const char *name, int64_t v, int64_t min) {
     if (v < min) {
         dlc_error(inf->ctx, inf->loc, "%s: %s must be at least %lld, got %lld",
                   OPNAME, name, (long long)min, (long long)v);
+        return false;
+    }
+    if (v > MAX_ATTR_SIZE) {
+        dlc_error(inf->ctx, inf->loc, "%s: %s must be at most %lld, got %lld",
+                  OPNAME, name, (long long)MAX_ATTR_SIZE, (long long)v);
         return false;
     }
     return true;

@@ -198,8 +198,8 @@ static bool check_call(DlcCtx *ctx, const char *key, const KeySpec *ks,
             dlc_error(ctx, v->loc, "unknown %s '%s' (expected one of: %s)", key,
                       name, list);
         else
-            dlc_error(ctx, v->loc, "%s must be %s (one of: %s), not %s", key,
-                      ks->what, list, kind_name(v->kind));
+            dlc_error(ctx, v->loc, "%s must be one of: %s; got %s", key, list,
+                      kind_name(v->kind));
         return false;
     }
     bool ok = true;
@@ -211,6 +211,7 @@ static bool check_call(DlcCtx *ctx, const char *key, const KeySpec *ks,
     bool given[MAX_ARGS] = {0};
     for (int i = 0; v->kind == DLC_CFG_CALL && i < v->nargs; i++) {
         const DlcCfgArg *a = &v->args[i];
+        DlcLoc keyloc = a->key && a->keyloc.line > 0 ? a->keyloc : a->val.loc;
         int slot = -1;
         if (a->key) {
             const char *argnames[MAX_ARGS];
@@ -222,10 +223,10 @@ static bool check_call(DlcCtx *ctx, const char *key, const KeySpec *ks,
             if (slot < 0) {
                 const char *guess = dlc_closest(a->key, argnames, nspec);
                 if (guess)
-                    dlc_error(ctx, a->val.loc, "%s() has no argument '%s'; did you mean '%s'?",
+                    dlc_error(ctx, keyloc, "%s() has no argument '%s'; did you mean '%s'?",
                               cs->name, a->key, guess);
                 else
-                    dlc_error(ctx, a->val.loc, "%s() has no argument '%s'", cs->name,
+                    dlc_error(ctx, keyloc, "%s() has no argument '%s'", cs->name,
                               a->key);
                 ok = false;
                 continue;
@@ -240,7 +241,7 @@ static bool check_call(DlcCtx *ctx, const char *key, const KeySpec *ks,
             }
         }
         if (given[slot]) {
-            dlc_error(ctx, a->val.loc, "%s() argument '%s' given twice", cs->name,
+            dlc_error(ctx, keyloc, "%s() argument '%s' given twice", cs->name,
                       cs->args[slot].name);
             ok = false;
             continue;

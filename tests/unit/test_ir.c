@@ -221,11 +221,11 @@ static void test_builder_roundtrip(void) {
     DlcTrain *t = dlc_train_new(m, "tiny", DLC_NOLOC);
     DlcCfg lr = {.kind = DLC_CFG_FLOAT, .f = 0.1};
     DlcCfgArg *args = dlc_arena_alloc(&m->arena, sizeof *args);
-    args[0] = (DlcCfgArg){"lr", lr};
+    args[0] = (DlcCfgArg){.key = "lr", .val = lr};
     dlc_train_add(m, t, "optimizer", (DlcCfg){.kind = DLC_CFG_CALL, .s = "sgd", .args = args, .nargs = 1},
                   DLC_NOLOC);
     DlcCfgArg *path = dlc_arena_alloc(&m->arena, sizeof *path);
-    path[0] = (DlcCfgArg){NULL, {.kind = DLC_CFG_STR, .s = "a \"quoted\"\tpath\n"}};
+    path[0] = (DlcCfgArg){.val = {.kind = DLC_CFG_STR, .s = "a \"quoted\"\tpath\n"}};
     dlc_train_add(m, t, "data", (DlcCfg){.kind = DLC_CFG_CALL, .s = "idx", .args = path, .nargs = 1},
                   DLC_NOLOC);
     CHECK(dlc_verify(&ctx, m), "built module verifies");
