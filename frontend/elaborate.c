@@ -588,6 +588,18 @@ static DlcValue *make_op(Elab *e, DlcOpKind kind, DlcValue **tensors, int ntenso
     return op->out[0];
 }
 
+/* A layer name given with name="...": an identifier, since it becomes
+ * part of parameter names in IR text and checkpoints. */
+static bool valid_layer_name(const Ev *v) {
+    if (v->kind != EV_STR || !v->s[0] || (v->s[0] >= '0' && v->s[0] <= '9'))
+        return false;
+    for (const char *c = v->s; *c; c++)
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+              (*c >= '0' && *c <= '9') || *c == '_'))
+            return false;
+    return true;
+}
+
 static bool any_poison(const Ev *vals, int n) {
     for (int i = 0; i < n; i++)
         if (vals[i].kind == EV_POISON)
@@ -647,9 +659,9 @@ static Ev call_op(Elab *e, AstNode *n, DlcOpKind kind) {
             if (override) {
                 dlc_error(e->ctx, a->keyloc, "%s: argument 'name' given twice", info->name);
                 ok = false;
-            } else if (vals[i].kind != EV_STR || !vals[i].s[0] || strchr(vals[i].s, '.')) {
+            } else if (!valid_layer_name(&vals[i])) {
                 dlc_error(e->ctx, a->val->loc,
-                          "'name' must be a non-empty string without dots");
+                          "'name' must be a string that is an identifier (letters, digits, _)");
                 ok = false;
             } else {
                 override = vals[i].s;
@@ -724,8 +736,9 @@ static Ev call_block(Elab *e, AstNode *n, const AstDecl *blk) {
                 dlc_error(e->ctx, a->keyloc, "block '%s': argument 'name' given twice",
                           blk->name);
                 ok = false;
-            } else if (v.kind != EV_STR || !v.s[0] || strchr(v.s, '.')) {
-                dlc_error(e->ctx, a->val->loc, "'name' must be a non-empty string without dots");
+            } else if (!valid_layer_name(&v)) {
+                dlc_error(e->ctx, a->val->loc,
+                          "'name' must be a string that is an identifier (letters, digits, _)");
                 ok = false;
             } else {
                 override = v.s;

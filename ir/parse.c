@@ -969,6 +969,7 @@ static bool parse_cfg_arg(Parser *p, DlcCfgArg *arg) {
     if (!accept(p, '='))
         return parse_cfg_after_word(p, &arg->val, &t);
     arg->key = tok_name(p, &t);
+    arg->keyloc = tok_loc(p, &t);
     return parse_cfg(p, &arg->val);
 }
 
