@@ -251,7 +251,7 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
             m = NULL;
         }
     } else {
-        DlcFrontendOptions fo = {o->include_dirs, o->ninclude};
+        DlcFrontendOptions fo = {.include_dirs = o->include_dirs, .ninclude = o->ninclude};
         m = dlc_frontend_compile(ctx, file, &fo);
     }
     if (!m)

@@ -32,8 +32,8 @@ enum {
     MAX_BLOCK_DEPTH = 64,          /* nested block expansions */
     MAX_EXPR_DEPTH = 500,          /* nested expressions */
     MAX_REPEAT = 1000000,          /* iterations of one repeat */
-    MAX_STEPS = 10000000,          /* statements executed per compilation */
-    MAX_OPS = 2000000,             /* ops per network */
+    DEFAULT_MAX_STEPS = 10000000,  /* statements executed per compilation */
+    DEFAULT_MAX_OPS = 2000000,     /* ops per network */
     MAX_IMPORT_DEPTH = 32,
 };
 
@@ -93,6 +93,7 @@ typedef struct Elab {
     const char *bind_name; /* names what the current statement creates */
     int block_depth, expr_depth;
     long steps;
+    long max_steps, max_ops; /* the limits in force */
     bool stop;             /* a limit was hit: unwind without more errors */
     DlcMap warned;         /* "file:line:col" of warnings given (blocks repeat) */
 } Elab;
@@ -222,15 +223,15 @@ static int scope_names(Elab *e, const char **out, int max) {
 static bool check_limits(Elab *e, DlcLoc loc) {
     if (e->stop)
         return false;
-    if (++e->steps > MAX_STEPS) {
+    if (++e->steps > e->max_steps) {
         dlc_error(e->ctx, loc,
-                  "elaboration executed more than %d statements; is a repeat count too large?",
-                  MAX_STEPS);
+                  "elaboration executed more than %ld statements; is a repeat count too large?",
+                  e->max_steps);
         e->stop = true;
         return false;
     }
-    if (e->net && e->net->nops > MAX_OPS) {
-        dlc_error(e->ctx, loc, "network '%s' has more than %d ops", e->net->name, MAX_OPS);
+    if (e->net && e->net->nops > e->max_ops) {
+        dlc_error(e->ctx, loc, "network '%s' has more than %ld ops", e->net->name, e->max_ops);
         e->stop = true;
         return false;
     }
@@ -1359,7 +1360,9 @@ DlcModule *dlc_frontend_compile(DlcCtx *ctx, int file, const DlcFrontendOptions 
 
     DlcModule *m = dlc_module_new(ctx);
     m->source = dlc_arena_strdup(&m->arena, ctx->files[file].path);
-    Elab e = {.ctx = ctx, .m = m, .arena = &arena};
+    Elab e = {.ctx = ctx, .m = m, .arena = &arena,
+              .max_steps = opt->max_steps > 0 ? opt->max_steps : DEFAULT_MAX_STEPS,
+              .max_ops = opt->max_ops > 0 ? opt->max_ops : DEFAULT_MAX_OPS};
     dlc_map_init(&e.blocks, &arena);
     dlc_map_init(&e.warned, &arena);
     collect_blocks(&e, &ld);

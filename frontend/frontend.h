@@ -15,6 +15,8 @@
 typedef struct DlcFrontendOptions {
     const char *const *include_dirs; /* searched by import after the importing file's folder */
     int ninclude;
+    long max_steps;  /* statements executed before giving up; 0: the default */
+    long max_ops;    /* ops per network; 0: the default */
 } DlcFrontendOptions;
 
 /* Parses source `file` of ctx (and what it imports), elaborates its

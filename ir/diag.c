@@ -67,10 +67,11 @@ static const char *source_line(DlcCtx *ctx, DlcLoc loc, int *len) {
         return NULL;
     DlcSource *s = &ctx->files[loc.file];
     if (!s->text && !s->tried && strcmp(s->path, "-") != 0) {
-        /* only regular files: a loc() naming /dev/zero must not hang us */
+        /* only regular files of sane size: a loc() in IR text naming
+           /dev/zero or a huge file must not hang us */
         struct stat st;
         s->tried = true;
-        if (stat(s->path, &st) == 0 && S_ISREG(st.st_mode))
+        if (stat(s->path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size < (64 << 20))
             s->text = dlc_read_file(s->path, &s->size);
     }
     if (!s->text)

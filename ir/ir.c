@@ -99,7 +99,8 @@ DlcOp *dlc_network_add_op(DlcModule *m, DlcNetwork *net, DlcOpKind kind,
     DlcOp *op = dlc_arena_alloc(&m->arena, sizeof *op);
     op->kind = kind;
     op->in = dlc_arena_alloc(&m->arena, (size_t)(nin ? nin : 1) * sizeof *op->in);
-    memcpy(op->in, in, (size_t)nin * sizeof *in);
+    if (nin)
+        memcpy(op->in, in, (size_t)nin * sizeof *in);
     op->nin = nin;
     op->nparams = nparams;
     if (attrs)

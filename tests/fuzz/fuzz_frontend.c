@@ -14,7 +14,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(text, data, size);
     text[size] = 0;
     int file = dlc_ctx_add_source(&ctx, "fuzz.dl", text, size, false);
-    DlcModule *m = dlc_frontend_compile(&ctx, file, NULL);
+    /* small limits, so that no input runs long enough to be a false timeout */
+    DlcFrontendOptions opt = {.max_steps = 100000, .max_ops = 20000};
+    DlcModule *m = dlc_frontend_compile(&ctx, file, &opt);
     if (m) {
         check_module(&ctx, m);
         dlc_module_free(m);
