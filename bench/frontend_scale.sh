@@ -16,7 +16,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 time_of() {  # seconds for one run of the command
     local t0 t1
     t0=$(date +%s.%N); "$@" >/dev/null; t1=$(date +%s.%N)
-    echo "$t1 - $t0" | bc -l
+    awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }'
 }
 
 printf "%8s %14s %14s %16s\n" layers "dl (s)" "dlir (s)" "dl us/layer"
@@ -25,5 +25,5 @@ for n in 1000 10000 100000; do
     "$dlc" "$tmp/net.dl" -o "$tmp/net.dlir"
     dl=$(for i in 1 2 3 4 5; do time_of "$dlc" "$tmp/net.dl" -o /dev/null; done | median)
     ir=$(for i in 1 2 3 4 5; do time_of "$dlc" "$tmp/net.dlir" -o /dev/null; done | median)
-    printf "%8d %14.4f %14.4f %16.2f\n" "$n" "$dl" "$ir" "$(echo "$dl * 1000000 / $n" | bc -l)"
+    printf "%8d %14.4f %14.4f %16.2f\n" "$n" "$dl" "$ir" "$(awk -v t="$dl" -v n="$n" 'BEGIN { print t * 1000000 / n }')"
 done
