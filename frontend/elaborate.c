@@ -1314,6 +1314,10 @@ static void collect_blocks(Elab *e, const Loader *ld) {
     for (int fi = 0; fi < ld->nfiles; fi++)
         for (int i = 0; i < ld->files[fi].ndecls; i++) {
             const AstDecl *d = ld->files[fi].decls[i];
+            if (d->kind == DECL_TRAIN && fi > 0)
+                dlc_warning(e->ctx, d->loc,
+                            "train section in an imported file is ignored (imports lend "
+                            "blocks only)");
             if (d->kind != DECL_BLOCK)
                 continue;
             const AstDecl *prev = dlc_map_get(&e->blocks, d->name);
