@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
 # Installs what dlc needs on Debian 12, skipping what is already there.
-#   scripts/deps.sh build   the compiler: a C compiler, CMake, flex, bison
+#   scripts/deps.sh build   the compiler and runtime: a C compiler, CMake,
+#                           flex, bison, zlib
 #   scripts/deps.sh test    also the test tools: LLVM's FileCheck and not
 #                           (llvm-16-tools), clang-16 with libFuzzer, Graphviz,
-#                           Python with venv, and LLVM's lit from PyPI in .venv
+#                           Python with venv, PyTorch and NumPy (the numeric
+#                           oracle), Debian's Fashion-MNIST, and LLVM's lit
+#                           from PyPI in .venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
 
-pkgs=(build-essential cmake flex bison)
+pkgs=(build-essential cmake flex bison zlib1g-dev)
 if [ "$what" = test ]; then
-    pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv)
+    pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv
+           python3-torch python3-numpy dataset-fashion-mnist)
 fi
 
 missing=()

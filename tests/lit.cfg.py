@@ -6,6 +6,7 @@
 #   %dlc        the dlc compiler of this build
 #   %models     the model zoo (models/)
 #   %tests      this folder
+#   %bin        the folder of this build's test programs (test_data, ...)
 #   %python     the Python that runs lit (for helper scripts)
 #   %exit N     runs the rest of the line and requires exit status N
 #   FileCheck, not   LLVM's tools from llvm-16-tools
@@ -21,6 +22,7 @@ config.excludes = ["fuzz", "unit", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 
 config.substitutions.append(("%dlc", config.dlc))
+config.substitutions.append(("%bin", config.bin))
 config.substitutions.append(("%models", os.path.join(config.source_root, "models")))
 config.substitutions.append(("%tests", config.test_source_root))
 config.substitutions.append(("%exit", sys.executable + " " + os.path.join(config.test_source_root, "exit_code.py")))
@@ -31,6 +33,15 @@ config.substitutions.append((r"(?<![-\w./])not(?=\s)", config.not_tool))
 if config.dot and os.path.exists(config.dot):
     config.available_features.add("dot")
     config.substitutions.append(("%dot", config.dot))
+
+# the numeric oracle and the real data, where installed (scripts/deps.sh
+# test installs both; a test needing them says REQUIRES: torch / fashion-mnist)
+import subprocess
+if subprocess.run([sys.executable, "-c", "import torch, numpy"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("torch")
+if os.path.isdir("/usr/share/datasets/fashion-mnist"):
+    config.available_features.add("fashion-mnist")
 
 # sanitizer builds: report leaks and errors as failures
 config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"

@@ -1,0 +1,2 @@
+/* batch.c — see dlrt.h. */
+#include "dlrt.h"

@@ -1,0 +1,2 @@
+/* data.c — see dlrt.h. */
+#include "dlrt.h"

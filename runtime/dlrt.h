@@ -1,0 +1,215 @@
+/* dlrt.h — libdlrt, the run-time library of programs that dlc generates.
+ *
+ * The one header generated code includes.  It depends on the C standard
+ * library only and knows nothing of the compiler.  The library keeps no
+ * global state: everything lives in objects the caller owns, with explicit
+ * _init/_free pairs.  Functions that can fail return a DlrtStatus and fill
+ * a DlrtError with a message for the user; nothing in the library exits or
+ * prints.
+ *
+ * Sectioned by the file that implements each part:
+ *   error.c        status codes and messages
+ *   rng.c          the seeded random generator; parameter initialization
+ *   data.c         datasets: IDX (gzip or plain), NumPy .npy, CSV; scaling
+ *   batch.c        shuffling and batching
+ *   loss.c         losses and accuracy
+ *   safetensors.c  checkpoints in the safetensors format
+ */
+#ifndef DLRT_H
+#define DLRT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* error.c                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef enum DlrtStatus {
+    DLRT_OK = 0,
+    DLRT_E_IO,      /* a file could not be opened, read or written */
+    DLRT_E_FORMAT,  /* a file is malformed, truncated or of the wrong kind */
+    DLRT_E_SHAPE,   /* data or a checkpoint does not fit the network */
+    DLRT_E_RANGE,   /* a value out of range (a label, an option) */
+    DLRT_E_NOMEM,   /* an allocation failed */
+    DLRT_E_ARG,     /* a bad argument from the caller */
+} DlrtStatus;
+
+/* What went wrong, for the user: "train-images-idx3-ubyte.gz: truncated
+ * after 1024 of 47040000 bytes". */
+typedef struct DlrtError {
+    DlrtStatus status;
+    char message[512];
+} DlrtError;
+
+/* Records status and a printf-style message in err (which may be NULL) and
+ * returns status, so that failures read `return dlrt_fail(err, ...)`. */
+DlrtStatus dlrt_fail(DlrtError *err, DlrtStatus status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A short name for a status: "I/O error", "bad format", ... */
+const char *dlrt_status_name(DlrtStatus status);
+
+/* ------------------------------------------------------------------------ */
+/* rng.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* xoshiro256** seeded through splitmix64: the same seed gives the same
+ * numbers on every machine. */
+typedef struct DlrtRng {
+    uint64_t s[4];
+} DlrtRng;
+
+void dlrt_rng_seed(DlrtRng *rng, uint64_t seed);
+uint64_t dlrt_rng_next(DlrtRng *rng);
+/* Uniform in [0, 1), with 24 random bits. */
+float dlrt_rng_uniform(DlrtRng *rng);
+/* Uniform in [0, n), without modulo bias; n >= 1. */
+uint64_t dlrt_rng_below(DlrtRng *rng, uint64_t n);
+
+/* PyTorch's default initialization of conv and dense weights
+ * (kaiming_uniform_ with a = sqrt(5)): uniform in [-b, b] with
+ * b = 1 / sqrt(fan_in). */
+void dlrt_init_kaiming_uniform(float *w, int64_t n, int64_t fan_in, DlrtRng *rng);
+void dlrt_init_constant(float *w, int64_t n, float value);
+
+/* ------------------------------------------------------------------------ */
+/* data.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define DLRT_MAX_SAMPLE_RANK 4
+
+/* How raw values become inputs: x = (raw * scale - mean) / std.  For uint8
+ * images the default is scale = 1/255, mean = 0, std = 1 (values in [0, 1]). */
+typedef struct DlrtScaling {
+    float scale;
+    float mean;
+    float std;
+} DlrtScaling;
+
+DlrtScaling dlrt_scaling_default(void);
+
+/* A dataset in memory: samples of one shape and their class labels. */
+typedef struct DlrtDataset {
+    int64_t count;                        /* number of samples */
+    int rank;                             /* of one sample */
+    int64_t dims[DLRT_MAX_SAMPLE_RANK];   /* one sample's shape: {1, 28, 28} for
+                                             IDX images of 28x28 (a channel is
+                                             added to 2-d images) */
+    int64_t sample_size;                  /* elements per sample */
+    float *x;                             /* count * sample_size, scaled */
+    int32_t *y;                           /* count labels */
+    int32_t num_classes;                  /* 1 + the largest label */
+} DlrtDataset;
+
+/* An images file and a labels file in the IDX format, each gzip-compressed
+ * or not (told by content, not by name).  The counts must agree. */
+DlrtStatus dlrt_load_idx(DlrtDataset *ds, const char *images, const char *labels,
+                         const DlrtScaling *scaling, DlrtError *err);
+/* A folder laid out as MNIST and Fashion-MNIST ship: train-images-idx3-ubyte,
+ * train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte,
+ * each possibly with .gz.  test may be NULL. */
+DlrtStatus dlrt_load_idx_dir(DlrtDataset *train, DlrtDataset *test, const char *dir,
+                             const DlrtScaling *scaling, DlrtError *err);
+/* NumPy .npy files: images of any numeric dtype and shape [count, ...],
+ * labels of an integer dtype and shape [count]. */
+DlrtStatus dlrt_load_npy(DlrtDataset *ds, const char *images, const char *labels,
+                         const DlrtScaling *scaling, DlrtError *err);
+/* A CSV file of numbers, one sample per row; the label is column
+ * label_column; header says whether to skip a first row.  Samples are
+ * one-dimensional. */
+DlrtStatus dlrt_load_csv(DlrtDataset *ds, const char *path, int label_column, bool header,
+                         const DlrtScaling *scaling, DlrtError *err);
+/* Checks that every sample has the shape a network expects and every label
+ * is below num_classes; the message names the first offender. */
+DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
+                              int32_t num_classes, DlrtError *err);
+void dlrt_dataset_free(DlrtDataset *ds);
+
+/* ------------------------------------------------------------------------ */
+/* batch.c                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* Walks a dataset in batches, in a new seeded random order each epoch (or
+ * in order).  The last batch of an epoch may be smaller. */
+typedef struct DlrtBatcher {
+    const DlrtDataset *ds;
+    int64_t batch;     /* samples per batch */
+    bool shuffle;
+    DlrtRng rng;
+    int64_t *order;    /* a permutation of the samples, for this epoch */
+    int64_t pos;       /* next position in order */
+} DlrtBatcher;
+
+DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,
+                             bool shuffle, uint64_t seed, DlrtError *err);
+/* Copies the next batch into x (batch * sample_size floats) and y (batch
+ * labels) and returns how many samples it holds: 0 once the epoch is over. */
+int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y);
+/* Starts the next epoch (reshuffling when shuffling). */
+void dlrt_batcher_next_epoch(DlrtBatcher *b);
+void dlrt_batcher_free(DlrtBatcher *b);
+
+/* ------------------------------------------------------------------------ */
+/* loss.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Mean cross-entropy of n rows of logits (classes each) against labels,
+ * through log-sum-exp: never negative, finite for finite logits.  When grad
+ * is not NULL it receives d(loss)/d(logits) (softmax - onehot) / n. */
+double dlrt_cross_entropy(const float *logits, const int32_t *labels, int64_t n,
+                          int64_t classes, float *grad);
+/* Mean squared error over n * size values; grad as above (may be NULL). */
+double dlrt_mse(const float *pred, const float *target, int64_t n, int64_t size,
+                float *grad);
+/* Rows whose largest logit (the first, on ties) is at the label. */
+int64_t dlrt_count_correct(const float *logits, const int32_t *labels, int64_t n,
+                           int64_t classes);
+
+/* ------------------------------------------------------------------------ */
+/* safetensors.c                                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef enum DlrtDType { DLRT_F32, DLRT_F64, DLRT_I32, DLRT_I64, DLRT_U8 } DlrtDType;
+
+#define DLRT_MAX_RANK 6
+
+/* A named tensor in a checkpoint; data is the caller's. */
+typedef struct DlrtTensor {
+    const char *name;
+    DlrtDType dtype;
+    int rank;
+    int64_t dims[DLRT_MAX_RANK];
+    void *data;
+} DlrtTensor;
+
+/* One string of a checkpoint's metadata ("network": "lenet5"). */
+typedef struct DlrtMeta {
+    char *key;
+    char *value;
+} DlrtMeta;
+
+/* Writes the tensors (in the given order) and metadata to path in the
+ * safetensors format: to a temporary file in the same folder, flushed and
+ * renamed over path, so a crash never leaves a partial checkpoint and never
+ * destroys the previous one. */
+DlrtStatus dlrt_save_safetensors(const char *path, const DlrtTensor *tensors, int n,
+                                 const DlrtMeta *meta, int nmeta, DlrtError *err);
+/* Reads path into the given tensors: the file must hold exactly these names
+ * (in any order), each with the same dtype and shape; anything missing,
+ * extra, mismatched, truncated or malformed is an error naming the tensor.
+ * Data is copied into each tensor's data.  When meta is not NULL it receives
+ * the metadata (free with dlrt_meta_free). */
+DlrtStatus dlrt_load_safetensors(const char *path, DlrtTensor *tensors, int n,
+                                 DlrtMeta **meta, int *nmeta, DlrtError *err);
+void dlrt_meta_free(DlrtMeta *meta, int nmeta);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DLRT_H */

@@ -1,0 +1,2 @@
+/* loss.c — see dlrt.h. */
+#include "dlrt.h"

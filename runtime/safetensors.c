@@ -1,0 +1,2 @@
+/* safetensors.c — see dlrt.h. */
+#include "dlrt.h"
