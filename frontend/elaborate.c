@@ -860,6 +860,10 @@ static Ev eval_call(Elab *e, AstNode *n) {
     if (blk)
         return call_block(e, n, blk);
     DlcOpKind kind = dlc_op_lookup(n->s);
+    if (kind != DLC_OP_COUNT && (dlc_op_info(kind)->flags & DLC_OPF_INTERNAL)) {
+        dlc_error(e->ctx, n->loc, "'%s' is made by dlc's passes and cannot be called", n->s);
+        return poison;
+    }
     if (kind != DLC_OP_COUNT)
         return call_op(e, n, kind);
     for (size_t i = 0; i < sizeof builtins / sizeof *builtins; i++)
@@ -870,7 +874,8 @@ static Ev eval_call(Elab *e, AstNode *n) {
     const char *cands[DLC_OP_COUNT + 64 + 2];
     int nc = 0;
     for (int k = 0; k < DLC_OP_COUNT; k++)
-        cands[nc++] = dlc_op_names()[k];
+        if (!(dlc_op_info((DlcOpKind)k)->flags & DLC_OPF_INTERNAL))
+            cands[nc++] = dlc_op_names()[k];
     for (int k = 0; k < e->blocks.cap && nc < DLC_OP_COUNT + 64; k++)
         if (e->blocks.keys[k])
             cands[nc++] = e->blocks.keys[k];

@@ -172,6 +172,7 @@ enum {
     DLC_OPF_ELEMWISE = 1 << 2, /* result[i] depends on operands[i] only */
     DLC_OPF_STOCHASTIC = 1 << 3, /* not a pure function (dropout): no CSE */
     DLC_OPF_LOSS = 1 << 4,     /* reduces over the batch to a scalar */
+    DLC_OPF_INTERNAL = 1 << 5, /* made by passes, not callable from .dl */
 };
 
 /* Attribute value types. */
@@ -242,6 +243,9 @@ static inline bool dlc_op_is_pool(DlcOpKind k) {
 static inline bool dlc_op_is_loss(DlcOpKind k) {
     return k >= DLC_OP_CROSS_ENTROPY && k <= DLC_OP_MSE;
 }
+static inline bool dlc_op_is_grad(DlcOpKind k) {
+    return k >= DLC_OP_RELU_GRAD && k <= DLC_OP_PARAM_GRAD;
+}
 
 /* ------------------------------------------------------------------------ */
 /* shape.c — types and shape rules                                          */
@@ -303,6 +307,9 @@ struct DlcInfer {
     const DlcType *in; /* the user's tensor operands (not parameters) */
     int nin;
     DlcAttr *attrs;    /* filled with defaults; infer may check them */
+    const DlcType *declared; /* the result types given by the builder or the
+                                IR text, or NULL: rules that cannot compute
+                                their result check these instead */
     /* results */
     DlcType out[DLC_MAX_RESULTS];
     int nout;

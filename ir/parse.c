@@ -10,9 +10,10 @@
  *               '{' { param | op } 'return' [ref {',' ref}] '}'
  *   input    := %name ':' type
  *   param    := ('param' | 'buffer') @name ':' type 'init' '=' word
- *   op       := %name [',' %name] '=' word '(' [ref {',' ref}] ')'
+ *   op       := [%name [',' %name] '='] word '(' [ref {',' ref}] ')'
  *               ['{' [word '=' attr {',' word '=' attr}] '}']
- *               ':' type [',' type] ['loc' '(' string ':' int ':' int ')']
+ *               [':' type [',' type]] ['loc' '(' string ':' int ':' int ')']
+ *               (the types are there exactly when the results are)
  *   ref      := %name | @name          (operands: tensors first, then @params)
  *   type     := word '[' ['N' {',' int} | int {',' int}] ']'
  *   attr     := int | float | 'true' | 'false' | '[' int ',' int ']'
@@ -831,8 +832,10 @@ static bool parse_attrs(Parser *p, OpText *o) {
     return true;
 }
 
-/* : T1[, T2], one type per result. */
+/* : T1[, T2], one type per result (nothing for an op without results). */
 static bool parse_result_types(Parser *p, OpText *o) {
+    if (o->nout == 0)
+        return true;
     if (!expect(p, ':', "':' and the result types"))
         return false;
     for (int i = 0; i < o->nout; i++) {
@@ -867,12 +870,16 @@ static bool parse_loc(Parser *p, OpText *o) {
     return true;
 }
 
-/* %a = name(operands) {attrs} : types loc(...) */
+/* %a = name(operands) {attrs} : types loc(...), or without results
+ * name(operands) {attrs} loc(...) */
 static bool parse_op(Parser *p) {
     OpText o;
     memset(&o, 0, sizeof o);
-    if (!parse_results(p, &o) || !expect(p, '=', "'=' after the result names") ||
-        !parse_op_kind(p, &o) || !parse_operands(p, &o) || !parse_attrs(p, &o) ||
+    if (p->tok.kind == TK_WORD)
+        o.first = p->tok;
+    else if (!parse_results(p, &o) || !expect(p, '=', "'=' after the result names"))
+        return false;
+    if (!parse_op_kind(p, &o) || !parse_operands(p, &o) || !parse_attrs(p, &o) ||
         !parse_result_types(p, &o))
         return false;
     /* without loc(...), the op's place in the IR file */
@@ -924,7 +931,7 @@ static bool parse_body(Parser *p) {
         bool ok;
         if (is_word(p, "param") || is_word(p, "buffer"))
             ok = parse_param(p);
-        else if (p->tok.kind == TK_LOCAL)
+        else if (p->tok.kind == TK_LOCAL || p->tok.kind == TK_WORD)
             ok = parse_op(p);
         else
             return unexpected(p, "'param', 'buffer', an op or 'return'");

@@ -96,7 +96,7 @@ static void print_op(FILE *out, const DlcModule *m, const DlcOp *op) {
         fputs(i ? ", " : "", out);
         print_value_ref(out, op->out[i]);
     }
-    fprintf(out, " = %s(", info->name);
+    fprintf(out, "%s%s(", op->nout ? " = " : "", info->name);
     for (int i = 0; i < op->nin; i++) {
         fputs(i ? ", " : "", out);
         print_value_ref(out, op->in[i]);
@@ -112,7 +112,8 @@ static void print_op(FILE *out, const DlcModule *m, const DlcOp *op) {
     }
     if (!first)
         fputc('}', out);
-    fputs(" : ", out);
+    if (op->nout)
+        fputs(" : ", out);
     for (int i = 0; i < op->nout; i++) {
         fputs(i ? ", " : "", out);
         print_type(out, &op->out[i]->type);

@@ -431,3 +431,209 @@ bool dlc_infer(DlcInfer *inf) {
     }
     return op->infer(inf);
 }
+
+/* ---- gradient rules ------------------------------------------------------ */
+
+/* The declared type of result i, or an error if the builder gave none. */
+static const DlcType *declared(DlcInfer *inf, int i) {
+    if (!inf->declared) {
+        dlc_error(inf->ctx, inf->loc, "%s: the result type must be given", OPNAME);
+        return NULL;
+    }
+    return &inf->declared[i];
+}
+
+/* Runs forward op `kind` on input x with this op's attributes (the gradient
+ * ops share their forward op's schema, attribute for attribute, except for
+ * conv2d's bias), and requires its result to be `want`. */
+static bool forward_gives(DlcInfer *inf, DlcOpKind kind, const DlcType *x,
+                          const DlcType *want) {
+    DlcAttr attrs[DLC_MAX_ATTRS];
+    memset(attrs, 0, sizeof attrs);
+    const DlcOpInfo *fwd = dlc_op_info(kind), *self = dlc_op_info(inf->kind);
+    for (int i = 0; i < fwd->nattrs; i++) {
+        int j = dlc_op_attr_index(inf->kind, fwd->attrs[i].name);
+        if (j >= 0)
+            attrs[i] = inf->attrs[j];
+    }
+    if (kind == DLC_OP_CONV2D)
+        attrs[dlc_op_attr_index(kind, "bias")] = (DlcAttr){.type = DLC_ATTR_BOOL, .set = true};
+    dlc_op_fill_defaults(kind, attrs);
+    DlcInfer f = {.ctx = inf->ctx, .loc = inf->loc, .kind = kind, .in = x, .nin = 1,
+                  .attrs = attrs};
+    if (!fwd->infer(&f))
+        return false;
+    if (!dlc_type_eq(&f.out[0], want)) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX], c[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: %s of %s gives %s, not the gradient's %s",
+                  self->name, fwd->name, tstr(x, a), tstr(&f.out[0], b), tstr(want, c));
+        return false;
+    }
+    return true;
+}
+
+static bool want_same_types(DlcInfer *inf) {
+    for (int i = 1; i < inf->nin; i++)
+        if (!dlc_type_eq(&inf->in[0], &inf->in[i])) {
+            char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+            dlc_error(inf->ctx, inf->loc, "%s: operands differ: %s and %s", OPNAME,
+                      tstr(&inf->in[0], a), tstr(&inf->in[i], b));
+            return false;
+        }
+    return true;
+}
+
+/* (dy, y) -> dx of the type of y: relu, sigmoid, tanh */
+bool dlc_infer_grad_same(DlcInfer *inf) {
+    return want_same_types(inf) && dlc_infer_same(inf);
+}
+
+bool dlc_infer_softmax_grad(DlcInfer *inf) {
+    return want_same_types(inf) && dlc_infer_softmax(inf);
+}
+
+bool dlc_infer_cross_entropy_grad(DlcInfer *inf) {
+    if (!dlc_infer_cross_entropy(inf))
+        return false;
+    inf->out[0] = inf->in[0];
+    return true;
+}
+
+bool dlc_infer_mse_grad(DlcInfer *inf) {
+    if (!dlc_infer_mse(inf))
+        return false;
+    inf->out[0] = inf->in[0];
+    return true;
+}
+
+/* (dy) -> the sum over the batch and all but the first dimension */
+bool dlc_infer_bias_grad(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
+        return false;
+    set_out(inf, inf->in[0].dtype, false, 1, inf->in[0].dims);
+    return true;
+}
+
+/* (dy [units], @weight [units, inputs]) -> dx, declared, of `inputs` elements */
+bool dlc_infer_dense_grad_input(DlcInfer *inf) {
+    const DlcType *dy = &inf->in[0], *x = declared(inf, 0);
+    if (!x || !want_tensor(inf, 0, 1, 0, "[N,units]"))
+        return false;
+    if (!x->batched || x->dtype != dy->dtype) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "dense_grad_input: gradient %s cannot give %s",
+                  tstr(dy, a), tstr(x, b));
+        return false;
+    }
+    inf->out[inf->nout++] = *x;
+    add_param(inf, "weight", dy->dtype, 2, (int64_t[]){dy->dims[0], dlc_type_numel(x)},
+              DLC_INIT_KAIMING_UNIFORM, true);
+    return true;
+}
+
+/* (dy [units], x) -> [units, inputs], the weight's type */
+bool dlc_infer_dense_grad_weight(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, 1, 0, "[N,units]") || !want_tensor(inf, 1, -1, 1, "[N,...]"))
+        return false;
+    int64_t in = dlc_type_numel(&inf->in[1]);
+    set_out(inf, inf->in[0].dtype, false, 2, (int64_t[]){inf->in[0].dims[0], in});
+    return true;
+}
+
+/* (dy, @weight) -> dx, declared: conv2d of dx must give dy's shape */
+bool dlc_infer_conv2d_grad_input(DlcInfer *inf) {
+    const DlcType *x = declared(inf, 0);
+    if (!x || !forward_gives(inf, DLC_OP_CONV2D, x, &inf->in[0]))
+        return false;
+    const int64_t *k = A("kernel").pair;
+    inf->out[inf->nout++] = *x;
+    add_param(inf, "weight", x->dtype, 4,
+              (int64_t[]){A("filters").i, x->dims[0] / A("groups").i, k[0], k[1]},
+              DLC_INIT_KAIMING_UNIFORM, true);
+    return true;
+}
+
+/* (dy, x) -> the weight's type [filters, channels/groups, kh, kw] */
+bool dlc_infer_conv2d_grad_weight(DlcInfer *inf) {
+    const DlcType *x = &inf->in[1];
+    if (!forward_gives(inf, DLC_OP_CONV2D, x, &inf->in[0]))
+        return false;
+    const int64_t *k = A("kernel").pair;
+    set_out(inf, x->dtype, false, 4,
+            (int64_t[]){A("filters").i, x->dims[0] / A("groups").i, k[0], k[1]});
+    return true;
+}
+
+/* (dy, x) -> dx: the max positions are found again in x */
+bool dlc_infer_maxpool_grad(DlcInfer *inf) {
+    if (!forward_gives(inf, DLC_OP_MAXPOOL, &inf->in[1], &inf->in[0]))
+        return false;
+    inf->out[inf->nout++] = inf->in[1];
+    return true;
+}
+
+bool dlc_infer_avgpool_grad(DlcInfer *inf) {
+    const DlcType *x = declared(inf, 0);
+    if (!x || !forward_gives(inf, DLC_OP_AVGPOOL, x, &inf->in[0]))
+        return false;
+    inf->out[inf->nout++] = *x;
+    return true;
+}
+
+bool dlc_infer_globalavgpool_grad(DlcInfer *inf) {
+    const DlcType *x = declared(inf, 0);
+    if (!x || !forward_gives(inf, DLC_OP_GLOBALAVGPOOL, x, &inf->in[0]))
+        return false;
+    inf->out[inf->nout++] = *x;
+    return true;
+}
+
+/* (x) -> the same elements in the declared shape */
+bool dlc_infer_reshape(DlcInfer *inf) {
+    const DlcType *x = &inf->in[0], *y = declared(inf, 0);
+    if (!y)
+        return false;
+    if (y->dtype != x->dtype || y->batched != x->batched ||
+        dlc_type_numel(y) != dlc_type_numel(x)) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "reshape: %s cannot be reshaped to %s", tstr(x, a),
+                  tstr(y, b));
+        return false;
+    }
+    inf->out[inf->nout++] = *y;
+    return true;
+}
+
+/* (x) -> x[..., begin : begin + extent, ...] along axis; the extent is the
+ * declared result's */
+bool dlc_infer_slice(DlcInfer *inf) {
+    const DlcType *x = &inf->in[0], *y = declared(inf, 0);
+    if (!y)
+        return false;
+    int axis = norm_axis(A("axis").i, x->rank);
+    int64_t begin = A("begin").i;
+    bool ok = axis >= 0 && y->dtype == x->dtype && y->batched == x->batched &&
+              y->rank == x->rank && begin >= 0;
+    for (int d = 0; ok && d < x->rank; d++)
+        ok = d == axis ? y->dims[d] <= x->dims[d] - begin : y->dims[d] == x->dims[d];
+    if (!ok) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "slice: %s is not a slice of %s along axis %lld from %lld",
+                  tstr(y, b), tstr(x, a), (long long)A("axis").i, (long long)begin);
+        return false;
+    }
+    inf->out[inf->nout++] = *y;
+    return true;
+}
+
+/* (g, @param): g is the gradient of the parameter, of its type */
+bool dlc_infer_param_grad(DlcInfer *inf) {
+    const DlcType *g = &inf->in[0];
+    if (g->batched || !is_float(g->dtype)) {
+        char a[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "param_grad: %s is not a parameter's gradient", tstr(g, a));
+        return false;
+    }
+    add_param(inf, "gradient target", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, true);
+    return true;
+}

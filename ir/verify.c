@@ -53,8 +53,11 @@ static bool verify_op(DlcCtx *ctx, const DlcNetwork *net, const DlcOp *op,
                   info->attrs[missing].name);
         return false;
     }
+    DlcType declared[DLC_MAX_RESULTS];
+    for (int i = 0; i < op->nout; i++)
+        declared[i] = op->out[i]->type;
     DlcInfer inf = {.ctx = ctx, .loc = op->loc, .kind = op->kind, .in = in,
-                    .nin = ntensors, .attrs = attrs};
+                    .nin = ntensors, .attrs = attrs, .declared = op->nout ? declared : NULL};
     if (!dlc_infer(&inf))
         return false;
     if (inf.nout != op->nout) {

@@ -1,6 +1,7 @@
 /* dce.c — dead-code elimination.
  *
- * Removes every op none of whose results reaches a network output, then the
+ * Removes every op none of whose results reaches a network output (ops
+ * without results, such as param_grad, are kept for their effect), then the
  * parameters that only removed ops used.  Walks the ops once backwards, so
  * it is linear in the size of the network.
  *
@@ -18,6 +19,7 @@ static void dce_network(DlcModule *m, DlcNetwork *net) {
     bool *keep = dlc_arena_alloc(&m->arena, (size_t)net->nops + 1);
     for (int i = net->nops - 1; i >= 0; i--) {
         const DlcOp *op = net->ops[i];
+        keep[i] = op->nout == 0; /* an op without results is there for its effect */
         for (int r = 0; r < op->nout && !keep[i]; r++)
             keep[i] = dlc_map_get(&live, op->out[r]->name) != NULL;
         if (!keep[i]) {

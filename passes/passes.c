@@ -6,6 +6,8 @@
 static const DlcPass table[] = {
     {"cse", "merge ops that compute the same thing from the same operands", dlc_pass_cse},
     {"dce", "remove ops whose results are never used, and their parameters", dlc_pass_dce},
+    {"autodiff", "build NAME.train for each network with a train section: forward, loss, "
+                 "and the gradient of every trainable parameter", dlc_pass_autodiff},
 };
 
 const char *const dlc_default_pipeline[] = {"cse", "dce", NULL};

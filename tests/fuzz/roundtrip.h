@@ -1,6 +1,6 @@
 /* roundtrip.h — the property both fuzz targets check on every module they
- * manage to build: it verifies, the passes keep it valid, and its IR text
- * parses back and prints identically.  A violation aborts, which libFuzzer
+ * manage to build: it verifies, the passes (autodiff included) keep it
+ * valid, and its IR text parses back and prints identically.  A violation aborts, which libFuzzer
  * reports as a crash with the input that caused it. */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +24,13 @@ static void check_module(DlcCtx *ctx, DlcModule *m) {
         if (!dlc_verify(ctx, m))
             dlc_unreachable("pass %s broke the module", dlc_default_pipeline[i]);
     }
+    /* autodiff may refuse a network (an op without a gradient rule), but
+       what it builds must be valid */
+    int errors = ctx->nerrors;
+    if (dlc_pass_autodiff(ctx, m) && ctx->nerrors == errors && !dlc_verify(ctx, m))
+        dlc_unreachable("autodiff built a module that does not verify");
+    if (ctx->nerrors > errors)
+        return;
     size_t la, lb;
     char *a = print_to_string(m, &la);
     int file = dlc_ctx_add_source(ctx, "roundtrip.dlir", a, la, true);
