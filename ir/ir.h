@@ -246,6 +246,9 @@ static inline bool dlc_op_is_loss(DlcOpKind k) {
 static inline bool dlc_op_is_grad(DlcOpKind k) {
     return k >= DLC_OP_RELU_GRAD && k <= DLC_OP_PARAM_GRAD;
 }
+static inline bool dlc_op_is_update(DlcOpKind k) {
+    return k >= DLC_OP_SGD_UPDATE && k <= DLC_OP_ADAM_UPDATE;
+}
 
 /* ------------------------------------------------------------------------ */
 /* shape.c — types and shape rules                                          */

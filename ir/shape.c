@@ -637,3 +637,60 @@ bool dlc_infer_param_grad(DlcInfer *inf) {
     add_param(inf, "gradient target", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, true);
     return true;
 }
+
+/* ---- weight updates ----------------------------------------------------- */
+
+/* Operand i must be an unbatched scalar of type dt (a learning rate). */
+static bool want_scalar(DlcInfer *inf, int i, DlcDType dt, const char *what) {
+    const DlcType *t = &inf->in[i];
+    if (t->batched || t->rank != 0 || t->dtype != dt) {
+        char a[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: the %s must be a %s[] scalar, got %s", OPNAME, what,
+                  dlc_dtype_name(dt), tstr(t, a));
+        return false;
+    }
+    return true;
+}
+
+static bool want_unit_interval(DlcInfer *inf, const char *name, bool open_top) {
+    double v = A(name).f;
+    if (!(v >= 0 && (open_top ? v < 1 : v <= 1))) {
+        dlc_error(inf->ctx, inf->loc, "%s: %s must be in [0, 1%c, got %g", OPNAME, name,
+                  open_top ? ')' : ']', v);
+        return false;
+    }
+    return true;
+}
+
+/* (g, lr, @p[, @momentum_buffer]) */
+bool dlc_infer_sgd_update(DlcInfer *inf) {
+    const DlcType *g = &inf->in[0];
+    if (!want_scalar(inf, 1, g->dtype, "learning rate") ||
+        !want_unit_interval(inf, "momentum", true))
+        return false;
+    if (!(A("weight_decay").f >= 0)) {
+        dlc_error(inf->ctx, inf->loc, "sgd_update: weight_decay must be at least 0");
+        return false;
+    }
+    add_param(inf, "weight", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, true);
+    if (A("momentum").f > 0)
+        add_param(inf, "momentum_buffer", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, false);
+    return true;
+}
+
+/* (g, lr, step, @p, @exp_avg, @exp_avg_sq) */
+bool dlc_infer_adam_update(DlcInfer *inf) {
+    const DlcType *g = &inf->in[0];
+    if (!want_scalar(inf, 1, g->dtype, "learning rate") ||
+        !want_scalar(inf, 2, DLC_I32, "step count") ||
+        !want_unit_interval(inf, "beta1", true) || !want_unit_interval(inf, "beta2", true))
+        return false;
+    if (!(A("eps").f > 0) || !(A("weight_decay").f >= 0)) {
+        dlc_error(inf->ctx, inf->loc, "adam_update: eps must be positive and weight_decay at least 0");
+        return false;
+    }
+    add_param(inf, "weight", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, true);
+    add_param(inf, "exp_avg", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, false);
+    add_param(inf, "exp_avg_sq", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, false);
+    return true;
+}

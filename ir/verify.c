@@ -105,8 +105,9 @@ static bool verify_network(DlcCtx *ctx, DlcModule *scratch, const DlcNetwork *ne
     char b[DLC_TYPE_STR_MAX];
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *v = net->inputs[i];
-        if (!v->type.batched) {
-            dlc_error(ctx, v->loc, "input %%%s must be per-sample (batched), got %s",
+        if (!v->type.batched && v->type.rank != 0) {
+            /* unbatched inputs are scalars: a learning rate, a step count */
+            dlc_error(ctx, v->loc, "input %%%s must be per-sample (batched) or a scalar, got %s",
                       v->name, dlc_type_str(&v->type, b, sizeof b));
             ok = false;
         }

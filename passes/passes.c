@@ -8,6 +8,9 @@ static const DlcPass table[] = {
     {"dce", "remove ops whose results are never used, and their parameters", dlc_pass_dce},
     {"autodiff", "build NAME.train for each network with a train section: forward, loss, "
                  "and the gradient of every trainable parameter", dlc_pass_autodiff},
+    {"optimizer", "turn each param_grad of NAME.train into the weight update of the train "
+                  "section's optimizer (sgd or adam), with the learning rate as input %lr",
+     dlc_pass_optimizer},
 };
 
 const char *const dlc_default_pipeline[] = {"cse", "dce", NULL};

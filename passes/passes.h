@@ -25,6 +25,7 @@ extern const char *const dlc_default_pipeline[];
 /* one file each */
 bool dlc_pass_dce(DlcCtx *ctx, DlcModule *m);
 bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m);
+bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m);
 bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m);
 
 #endif /* DLC_PASSES_H */

@@ -1,0 +1,131 @@
+/* optimizer.c — the weight update as IR.
+ *
+ * In each training network NAME.train (made by autodiff), replaces every
+ * param_grad(%g, @p) by the update the train section's optimizer names:
+ *
+ *   sgd(lr, momentum, nesterov, weight_decay)  ->  sgd_update(%g, %lr, @p[, @p.momentum_buffer])
+ *   adam(lr, beta1, beta2, eps, weight_decay)  ->  adam_update(%g, %lr, %step, @p, @p.exp_avg, @p.exp_avg_sq)
+ *
+ * The learning rate becomes the scalar input %lr (and Adam's 1-based step
+ * count %step), so that schedules and warm-up change it between steps
+ * without recompiling; the train section's lr is the generated program's
+ * default.  The optimizer's state is buffers named as PyTorch names them
+ * (momentum_buffer, exp_avg, exp_avg_sq), initialized to zeros, so that a
+ * checkpoint carries it.  Without an optimizer setting, plain SGD.
+ *
+ * Preconditions: the module verifies and autodiff has run; NAME.train's
+ * train section is NAME's. */
+#include "passes.h"
+
+#include <string.h>
+
+/* A number from an optimizer call, or its default. */
+static double cfg_number(const DlcCfg *call, const char *key, int position, double def) {
+    const DlcCfg *v = call ? dlc_cfg_arg(call, key, position) : NULL;
+    if (!v)
+        return def;
+    return v->kind == DLC_CFG_INT ? (double)v->i : v->f;
+}
+
+static DlcAttr number_attr(double x) {
+    return (DlcAttr){.type = DLC_ATTR_FLOAT, .set = true, .f = x};
+}
+
+/* The attributes of the update op, from the optimizer call (positions as
+ * in the train schema: sgd(lr, momentum, nesterov, weight_decay), adam(lr,
+ * beta1, beta2, eps, weight_decay)). */
+static void update_attrs(DlcOpKind kind, const DlcCfg *call, DlcAttr *attrs) {
+    memset(attrs, 0, sizeof(DlcAttr) * DLC_MAX_ATTRS);
+#define SET(name, pos, def) \
+    attrs[dlc_op_attr_index(kind, name)] = number_attr(cfg_number(call, name, pos, def))
+    if (kind == DLC_OP_SGD_UPDATE) {
+        SET("momentum", 1, 0.0);
+        SET("weight_decay", 3, 0.0);
+        const DlcCfg *nesterov = call ? dlc_cfg_arg(call, "nesterov", 2) : NULL;
+        attrs[dlc_op_attr_index(kind, "nesterov")] =
+            (DlcAttr){.type = DLC_ATTR_BOOL, .set = true, .b = nesterov && nesterov->b};
+    } else {
+        SET("beta1", 1, 0.9);
+        SET("beta2", 2, 0.999);
+        SET("eps", 3, 1e-8);
+        SET("weight_decay", 4, 0.0);
+    }
+#undef SET
+    dlc_op_fill_defaults(kind, attrs);
+}
+
+static DlcValue *scalar_input(DlcModule *m, DlcNetwork *net, const char *base, DlcDType dt,
+                              DlcLoc loc) {
+    DlcType t = {.dtype = dt, .rank = 0};
+    return dlc_network_add_input(m, net, dlc_network_unique_name(m, net, base), t, loc);
+}
+
+static bool optimize_network(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, const DlcTrain *train) {
+    const DlcCfg *call = train ? dlc_train_get(train, "optimizer") : NULL;
+    bool adam = call && strcmp(call->s, "adam") == 0;
+    DlcOpKind kind = adam ? DLC_OP_ADAM_UPDATE : DLC_OP_SGD_UPDATE;
+    DlcAttr attrs[DLC_MAX_ATTRS];
+    update_attrs(kind, call, attrs);
+    if (kind == DLC_OP_SGD_UPDATE && attrs[dlc_op_attr_index(kind, "nesterov")].b &&
+        attrs[dlc_op_attr_index(kind, "momentum")].f == 0) {
+        dlc_error(ctx, call->loc, "sgd: nesterov needs a momentum above 0");
+        return false;
+    }
+    bool has_momentum = kind == DLC_OP_ADAM_UPDATE || attrs[dlc_op_attr_index(kind, "momentum")].f > 0;
+
+    /* detach the param_grad ops; the updates are appended in their order */
+    int n = 0, nupdates = 0;
+    DlcOp **grads = dlc_arena_alloc(&m->arena, sizeof(DlcOp *) * (size_t)(net->nops + 1));
+    for (int i = 0; i < net->nops; i++) {
+        if (net->ops[i]->kind == DLC_OP_PARAM_GRAD)
+            grads[nupdates++] = net->ops[i];
+        else
+            net->ops[n++] = net->ops[i];
+    }
+    net->nops = n;
+    if (!nupdates)
+        return true;
+
+    DlcType dt = grads[0]->in[0]->type;
+    DlcValue *lr = scalar_input(m, net, "lr", dt.dtype, net->loc);
+    DlcValue *step = adam ? scalar_input(m, net, "step", DLC_I32, net->loc) : NULL;
+    static const char *const adam_state[] = {"exp_avg", "exp_avg_sq"};
+    for (int i = 0; i < nupdates; i++) {
+        DlcValue *g = grads[i]->in[0], *p = grads[i]->in[1];
+        DlcValue *in[6] = {g, lr};
+        int nin = 2;
+        if (adam)
+            in[nin++] = step;
+        in[nin++] = p;
+        int nstate = adam ? 2 : has_momentum ? 1 : 0;
+        for (int s = 0; s < nstate; s++) {
+            const char *name = dlc_arena_printf(&m->arena, "%s.%s", p->name,
+                                                adam ? adam_state[s] : "momentum_buffer");
+            DlcValue *buf = dlc_network_add_param(m, net, name, p->type, DLC_INIT_ZEROS,
+                                                  false, p->loc);
+            if (!buf) {
+                dlc_error(ctx, p->loc, "optimizer: the name '%s' for the state of @%s is taken",
+                          name, p->name);
+                return false;
+            }
+            in[nin++] = buf;
+        }
+        int nparams = 1 + nstate;
+        dlc_network_add_op(m, net, kind, in, nin, nparams, attrs, NULL, NULL, 0, grads[i]->loc);
+    }
+    return true;
+}
+
+bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m) {
+    bool ok = true;
+    for (int i = 0; i < m->nnetworks; i++) {
+        DlcNetwork *net = m->networks[i];
+        size_t len = strlen(net->name);
+        if (len <= 6 || strcmp(net->name + len - 6, ".train") != 0)
+            continue;
+        char base[256];
+        snprintf(base, sizeof base, "%.*s", (int)(len - 6), net->name);
+        ok &= optimize_network(ctx, m, net, dlc_module_find_train(m, base));
+    }
+    return ok;
+}
