@@ -1,2 +1,86 @@
-/* batch.c — see dlrt.h. */
+/* batch.c — shuffling and batching.
+ *
+ * A batcher walks a dataset in the order of b->order, a permutation of the
+ * sample indices, copying each batch into the caller's buffers.  Shuffled,
+ * every epoch starts from 0..count-1 and applies a Fisher–Yates shuffle
+ * (from the last position down, j = dlrt_rng_below(i + 1)) drawn from the
+ * batcher's own generator, seeded once at init: the same seed gives the
+ * same sequence of epochs on every machine, and no other use of random
+ * numbers (weight initialization, dropout) can change it.  Unshuffled, the
+ * order stays 0..count-1.  The dataset must outlive the batcher.
+ */
+#include <stdlib.h>
+#include <string.h>
+
 #include "dlrt.h"
+
+/* Resets the order (shuffled when shuffling) and rewinds. */
+static void start_epoch(DlrtBatcher *b) {
+    int64_t n = b->ds->count;
+    for (int64_t i = 0; i < n; i++)
+        b->order[i] = i;
+    if (b->shuffle) {
+        for (int64_t i = n - 1; i > 0; i--) {
+            int64_t j = (int64_t)dlrt_rng_below(&b->rng, (uint64_t)i + 1);
+            int64_t t = b->order[i];
+            b->order[i] = b->order[j];
+            b->order[j] = t;
+        }
+    }
+    b->pos = 0;
+}
+
+DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,
+                             bool shuffle, uint64_t seed, DlrtError *err) {
+    if (!b)
+        return dlrt_fail(err, DLRT_E_ARG, "dlrt_batcher_init: no batcher");
+    memset(b, 0, sizeof *b);
+    if (!ds || ds->count < 0 || (ds->count > 0 && (!ds->x || !ds->y)))
+        return dlrt_fail(err, DLRT_E_ARG, "dlrt_batcher_init: no dataset, or one without data");
+    if (batch < 1)
+        return dlrt_fail(err, DLRT_E_ARG, "batch size %lld must be at least 1", (long long)batch);
+    if ((uint64_t)ds->count > SIZE_MAX / sizeof *b->order)
+        return dlrt_fail(err, DLRT_E_NOMEM, "too many samples to batch: %lld",
+                         (long long)ds->count);
+    /* one element at least, so that an empty dataset still gets a buffer */
+    b->order = malloc((ds->count > 0 ? (size_t)ds->count : 1) * sizeof *b->order);
+    if (!b->order)
+        return dlrt_fail(err, DLRT_E_NOMEM, "out of memory for the order of %lld samples",
+                         (long long)ds->count);
+    b->ds = ds;
+    b->batch = batch;
+    b->shuffle = shuffle;
+    dlrt_rng_seed(&b->rng, seed);
+    start_epoch(b);
+    return DLRT_OK;
+}
+
+/* x or y may be NULL when the caller wants only the other. */
+int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y) {
+    if (!b || !b->order || b->pos >= b->ds->count)
+        return 0;
+    int64_t left = b->ds->count - b->pos;
+    int64_t n = left < b->batch ? left : b->batch;
+    int64_t size = b->ds->sample_size;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t i = b->order[b->pos + k];
+        if (x)
+            memcpy(x + k * size, b->ds->x + i * size, (size_t)size * sizeof *x);
+        if (y)
+            y[k] = b->ds->y[i];
+    }
+    b->pos += n;
+    return n;
+}
+
+void dlrt_batcher_next_epoch(DlrtBatcher *b) {
+    if (b && b->order)
+        start_epoch(b);
+}
+
+void dlrt_batcher_free(DlrtBatcher *b) {
+    if (!b)
+        return;
+    free(b->order);
+    memset(b, 0, sizeof *b);
+}

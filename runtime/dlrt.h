@@ -83,8 +83,10 @@ void dlrt_init_constant(float *w, int64_t n, float value);
 
 #define DLRT_MAX_SAMPLE_RANK 4
 
-/* How raw values become inputs: x = (raw * scale - mean) / std.  For uint8
- * images the default is scale = 1/255, mean = 0, std = 1 (values in [0, 1]). */
+/* How raw values become inputs: x = (raw * scale - mean) / std, computed in
+ * double and rounded once.  A NULL scaling means the default: scale = 1/255,
+ * mean = 0, std = 1 for uint8 data (IDX, .npy |u1: values in [0, 1]), and
+ * the identity for other dtypes and CSV.  std must be positive and finite. */
 typedef struct DlrtScaling {
     float scale;
     float mean;
@@ -98,16 +100,20 @@ typedef struct DlrtDataset {
     int64_t count;                        /* number of samples */
     int rank;                             /* of one sample */
     int64_t dims[DLRT_MAX_SAMPLE_RANK];   /* one sample's shape: {1, 28, 28} for
-                                             IDX images of 28x28 (a channel is
-                                             added to 2-d images) */
+                                             IDX images of 28x28 (IDX gets a
+                                             channel added to 2-d images; .npy
+                                             shapes are kept as stored) */
     int64_t sample_size;                  /* elements per sample */
     float *x;                             /* count * sample_size, scaled */
     int32_t *y;                           /* count labels */
     int32_t num_classes;                  /* 1 + the largest label */
 } DlrtDataset;
 
-/* An images file and a labels file in the IDX format, each gzip-compressed
- * or not (told by content, not by name).  The counts must agree. */
+/* Every loader reads files gzip-compressed or not (told by content, not by
+ * name).  On failure *ds is left zeroed; free a previous dataset first.
+ *
+ * An images file and a labels file in the IDX format.  The counts must
+ * agree. */
 DlrtStatus dlrt_load_idx(DlrtDataset *ds, const char *images, const char *labels,
                          const DlrtScaling *scaling, DlrtError *err);
 /* A folder laid out as MNIST and Fashion-MNIST ship: train-images-idx3-ubyte,
@@ -116,7 +122,8 @@ DlrtStatus dlrt_load_idx(DlrtDataset *ds, const char *images, const char *labels
 DlrtStatus dlrt_load_idx_dir(DlrtDataset *train, DlrtDataset *test, const char *dir,
                              const DlrtScaling *scaling, DlrtError *err);
 /* NumPy .npy files: images of any numeric dtype and shape [count, ...],
- * labels of an integer dtype and shape [count]. */
+ * labels of an integer dtype and shape [count].  Shapes are kept as stored:
+ * no channel dimension is added (save [count, 1, 28, 28] for f32[1, 28, 28]). */
 DlrtStatus dlrt_load_npy(DlrtDataset *ds, const char *images, const char *labels,
                          const DlrtScaling *scaling, DlrtError *err);
 /* A CSV file of numbers, one sample per row; the label is column
@@ -148,7 +155,8 @@ typedef struct DlrtBatcher {
 DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,
                              bool shuffle, uint64_t seed, DlrtError *err);
 /* Copies the next batch into x (batch * sample_size floats) and y (batch
- * labels) and returns how many samples it holds: 0 once the epoch is over. */
+ * labels; either may be NULL) and returns how many samples it holds: 0 once
+ * the epoch is over.  The dataset must outlive the batcher. */
 int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y);
 /* Starts the next epoch (reshuffling when shuffling). */
 void dlrt_batcher_next_epoch(DlrtBatcher *b);
