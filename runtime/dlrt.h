@@ -168,7 +168,8 @@ void dlrt_batcher_free(DlrtBatcher *b);
 
 /* Mean cross-entropy of n rows of logits (classes each) against labels,
  * through log-sum-exp: never negative, finite for finite logits.  When grad
- * is not NULL it receives d(loss)/d(logits) (softmax - onehot) / n. */
+ * is not NULL it receives d(loss)/d(logits) (softmax - onehot) / n.  A label
+ * outside [0, classes) gives NAN and a zero gradient; n == 0 gives 0. */
 double dlrt_cross_entropy(const float *logits, const int32_t *labels, int64_t n,
                           int64_t classes, float *grad);
 /* Mean squared error over n * size values; grad as above (may be NULL). */
@@ -204,14 +205,17 @@ typedef struct DlrtMeta {
 /* Writes the tensors (in the given order) and metadata to path in the
  * safetensors format: to a temporary file in the same folder, flushed and
  * renamed over path, so a crash never leaves a partial checkpoint and never
- * destroys the previous one. */
+ * destroys the previous one.  A path that exists and is not a regular file
+ * (/dev/null, a pipe) is written into, not replaced. */
 DlrtStatus dlrt_save_safetensors(const char *path, const DlrtTensor *tensors, int n,
                                  const DlrtMeta *meta, int nmeta, DlrtError *err);
 /* Reads path into the given tensors: the file must hold exactly these names
  * (in any order), each with the same dtype and shape; anything missing,
  * extra, mismatched, truncated or malformed is an error naming the tensor.
- * Data is copied into each tensor's data.  When meta is not NULL it receives
- * the metadata (free with dlrt_meta_free). */
+ * Data is copied into each tensor's data.  meta and nmeta are both NULL or
+ * both set; they receive the metadata (free with dlrt_meta_free).  On error
+ * *meta = NULL, *nmeta = 0 and the tensors are unchanged (short of a read
+ * error midway); a mismatch is DLRT_E_SHAPE, a malformed file DLRT_E_FORMAT. */
 DlrtStatus dlrt_load_safetensors(const char *path, DlrtTensor *tensors, int n,
                                  DlrtMeta **meta, int *nmeta, DlrtError *err);
 void dlrt_meta_free(DlrtMeta *meta, int nmeta);

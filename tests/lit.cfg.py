@@ -28,7 +28,8 @@ config.substitutions.append(("%tests", config.test_source_root))
 config.substitutions.append(("%exit", sys.executable + " " + os.path.join(config.test_source_root, "exit_code.py")))
 config.substitutions.append(("%python", sys.executable))
 config.substitutions.append(("FileCheck", config.filecheck))
-config.substitutions.append((r"(?<![-\w./])not(?=\s)", config.not_tool))
+# `not` as a command: at the start of the line or after | && ; (not in text)
+config.substitutions.append((r"(?:^|(?<=\| )|(?<=&& )|(?<=; ))not(?= )", config.not_tool))
 
 if config.dot and os.path.exists(config.dot):
     config.available_features.add("dot")
