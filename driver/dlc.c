@@ -14,10 +14,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../codegen/codegen.h"
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
 
-typedef enum Emit { EMIT_IR, EMIT_DOT } Emit;
+typedef enum Emit { EMIT_IR, EMIT_DOT, EMIT_C } Emit;
 typedef enum InputKind { INPUT_GUESS, INPUT_DL, INPUT_DLIR } InputKind;
 
 #define MAX_LIST 64
@@ -45,7 +46,8 @@ static void usage(FILE *out) {
         "\n"
         "options:\n"
         "  -o FILE                write the output to FILE (default: standard output)\n"
-        "  --emit=KIND            what to write: ir (IR text, the default) or dot (Graphviz)\n"
+        "  --emit=KIND            what to write: ir (IR text, the default), dot (Graphviz)\n"
+        "                         or c (NAME.h and NAME.c for the CPU, into the folder -o)\n"
         "  --passes=P1,P2,...     run exactly these passes (default: the standard\n"
         "                         pipeline for .dl input, none for .dlir input)\n"
         "  --print-after=P1,...   print the IR to standard error after these passes\n"
@@ -179,8 +181,10 @@ static void parse_options(int argc, char **argv, Options *o) {
                 o->emit = EMIT_IR;
             else if (strcmp(optarg, "dot") == 0)
                 o->emit = EMIT_DOT;
+            else if (strcmp(optarg, "c") == 0)
+                o->emit = EMIT_C;
             else {
-                fprintf(stderr, "dlc: error: unknown --emit kind '%s' (use ir or dot)\n", optarg);
+                fprintf(stderr, "dlc: error: unknown --emit kind '%s' (use ir, dot or c)\n", optarg);
                 exit(2);
             }
             break;
@@ -218,6 +222,10 @@ static void parse_options(int argc, char **argv, Options *o) {
         exit(2);
     }
     o->input = argv[optind];
+    if (o->emit == EMIT_C && !o->output) {
+        fprintf(stderr, "dlc: error: --emit=c writes files: give their folder with -o DIR\n");
+        exit(2);
+    }
     if (o->kind == INPUT_GUESS) {
         size_t n = strlen(o->input);
         o->kind = n > 5 && strcmp(o->input + n - 5, ".dlir") == 0 ? INPUT_DLIR : INPUT_DL;
@@ -238,6 +246,17 @@ static void print_after(const Options *o, const DlcModule *m, const char *stage)
         return;
     fprintf(stderr, "// ----- IR after %s -----\n", stage);
     dlc_print_module(stderr, m);
+}
+
+/* Creates the output folder of --emit=c if it is not there. */
+static bool dlc_make_dir(DlcCtx *ctx, const char *dir) {
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
+        return true;
+    if (mkdir(dir, 0777) == 0)
+        return true;
+    dlc_error(ctx, DLC_NOLOC, "cannot create the folder '%s': %s", dir, strerror(errno));
+    return false;
 }
 
 /* The pipeline: read, verify, run passes (verifying after each), emit. */
@@ -272,6 +291,23 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
         print_after(o, m, pass->name);
     }
 
+    if (o->emit == EMIT_C) {
+        /* the target's own passes: for C, the training step */
+        const DlcTarget *target = dlc_target_lookup("c");
+        for (int i = 0; !o->passes_given && target->passes[i]; i++) {
+            const DlcPass *pass = dlc_pass_lookup(target->passes[i]);
+            if (!pass->run(ctx, m) || ctx->nerrors > errors) {
+                dlc_module_free(m);
+                return false;
+            }
+            if (!dlc_verify(ctx, m))
+                dlc_unreachable("pass '%s' produced IR that does not verify", pass->name);
+            print_after(o, m, pass->name);
+        }
+        bool ok = dlc_make_dir(ctx, o->output) && target->emit(ctx, m, o->output);
+        dlc_module_free(m);
+        return ok && ctx->nerrors == errors;
+    }
     if (o->emit == EMIT_DOT)
         dlc_print_dot(out, m);
     else
@@ -405,10 +441,12 @@ int main(int argc, char **argv) {
     fclose(out);
     if (ctx.nerrors)
         ok = false;
-    if (ok)
+    if (!ok) {
+        if (o.output)
+            fprintf(stderr, "dlc: %s not written because of errors\n", o.output);
+    } else if (o.emit != EMIT_C) { /* C is written as files by its target */
         ok = write_output(o.output, buf, len);
-    else if (o.output)
-        fprintf(stderr, "dlc: %s not written because of errors\n", o.output);
+    }
     free(buf);
     dlc_ctx_free(&ctx);
     return ok ? 0 : 1;

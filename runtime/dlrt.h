@@ -14,6 +14,7 @@
  *   batch.c        shuffling and batching
  *   loss.c         losses and accuracy
  *   safetensors.c  checkpoints in the safetensors format
+ *   kernels.c      the ops' computations, forward and backward, in f32
  */
 #ifndef DLRT_H
 #define DLRT_H
@@ -219,6 +220,107 @@ DlrtStatus dlrt_save_safetensors(const char *path, const DlrtTensor *tensors, in
 DlrtStatus dlrt_load_safetensors(const char *path, DlrtTensor *tensors, int n,
                                  DlrtMeta **meta, int *nmeta, DlrtError *err);
 void dlrt_meta_free(DlrtMeta *meta, int nmeta);
+
+/* ------------------------------------------------------------------------ */
+/* kernels.c                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* What generated code calls for each op of the IR.  Tensors are dense,
+ * row-major, f32, batch first: an image batch is [n, c, h, w].  n is the
+ * batch of this call; every other size is the network's, known when the
+ * code was generated.  Outputs are overwritten (not accumulated into) and
+ * must not alias inputs unless a kernel says so.  Semantics are PyTorch's;
+ * tests/runtime checks each kernel against PyTorch and finite differences.
+ * Matrix sizes go to BLAS as int: c/groups*kh*kw*oh*ow, f/groups*oh*ow,
+ * n*in and n*out must each stay below 2^31. */
+
+/* A 2-d convolution's geometry (torch.nn.Conv2d). */
+typedef struct DlrtConv {
+    int64_t c, h, w;       /* input channels and size */
+    int64_t f, oh, ow;     /* filters and output size */
+    int64_t kh, kw;        /* kernel */
+    int64_t sh, sw;        /* stride */
+    int64_t ph, pw;        /* zero padding on each side */
+    int64_t dh, dw;        /* dilation */
+    int64_t groups;
+} DlrtConv;
+
+/* Floats of scratch memory the convolution kernels need for a batch of n
+ * (an im2col buffer); the caller provides it.  Today the size does not
+ * depend on n (one buffer serves every sample); n is there for per-thread
+ * buffers once the kernels use OpenMP. */
+int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int64_t n);
+/* y[n,f,oh,ow] = conv(x[n,c,h,w], w[f,c/groups,kh,kw]) + b[f] (b may be NULL). */
+void dlrt_conv2d_forward(const DlrtConv *cv, int64_t n, const float *x, const float *w,
+                         const float *b, float *y, float *work);
+/* dx[n,c,h,w] from dy[n,f,oh,ow] and w. */
+void dlrt_conv2d_backward_input(const DlrtConv *cv, int64_t n, const float *dy,
+                                const float *w, float *dx, float *work);
+/* dw[f,c/groups,kh,kw], summed over the batch, from dy and x. */
+void dlrt_conv2d_backward_weight(const DlrtConv *cv, int64_t n, const float *dy,
+                                 const float *x, float *dw, float *work);
+
+/* y[n,out] = x[n,in] w[out,in]^T + b[out] (b may be NULL) (torch.nn.Linear). */
+void dlrt_dense_forward(int64_t n, int64_t in, int64_t out, const float *x, const float *w,
+                        const float *b, float *y);
+/* dx[n,in] = dy[n,out] w[out,in] */
+void dlrt_dense_backward_input(int64_t n, int64_t in, int64_t out, const float *dy,
+                               const float *w, float *dx);
+/* dw[out,in] = dy^T x, summed over the batch */
+void dlrt_dense_backward_weight(int64_t n, int64_t in, int64_t out, const float *dy,
+                                const float *x, float *dw);
+/* db[c] = the sum of dy[n,c,spatial] over n and spatial (a bias gradient). */
+void dlrt_bias_backward(int64_t n, int64_t c, int64_t spatial, const float *dy, float *db);
+
+/* Elementwise over count values.  The backward kernels take the forward
+ * result y (relu: y > 0; sigmoid: y (1 - y); tanh: 1 - y^2). */
+void dlrt_relu_forward(int64_t count, const float *x, float *y);
+void dlrt_relu_backward(int64_t count, const float *dy, const float *y, float *dx);
+void dlrt_sigmoid_forward(int64_t count, const float *x, float *y);
+void dlrt_sigmoid_backward(int64_t count, const float *dy, const float *y, float *dx);
+void dlrt_tanh_forward(int64_t count, const float *x, float *y);
+void dlrt_tanh_backward(int64_t count, const float *dy, const float *y, float *dx);
+/* y = a + b; y may alias a or b. */
+void dlrt_add(int64_t count, const float *a, const float *b, float *y);
+
+/* Max and average pooling's geometry (torch.nn.MaxPool2d, AvgPool2d). */
+typedef struct DlrtPool {
+    int64_t c, h, w, oh, ow;
+    int64_t kh, kw, sh, sw, ph, pw;
+    bool count_include_pad; /* average pooling: divide by the whole window */
+} DlrtPool;
+
+void dlrt_maxpool_forward(const DlrtPool *p, int64_t n, const float *x, float *y);
+/* dx from dy, finding each window's maximum (the first, on ties) in x again. */
+void dlrt_maxpool_backward(const DlrtPool *p, int64_t n, const float *dy, const float *x,
+                           float *dx);
+void dlrt_avgpool_forward(const DlrtPool *p, int64_t n, const float *x, float *y);
+void dlrt_avgpool_backward(const DlrtPool *p, int64_t n, const float *dy, float *dx);
+/* y[n,c] = the mean of x[n,c,hw]; backward spreads dy[n,c] / hw. */
+void dlrt_globalavgpool_forward(int64_t n, int64_t c, int64_t hw, const float *x, float *y);
+void dlrt_globalavgpool_backward(int64_t n, int64_t c, int64_t hw, const float *dy, float *dx);
+
+/* Softmax over the middle dimension of [outer, axis, inner] (outer includes
+ * the batch); backward dx = y (dy - sum(dy y)) along the axis. */
+void dlrt_softmax_forward(int64_t outer, int64_t axis, int64_t inner, const float *x, float *y);
+void dlrt_softmax_backward(int64_t outer, int64_t axis, int64_t inner, const float *dy,
+                           const float *y, float *dx);
+
+/* Copies a block: for each of outer rows, len floats from src + row *
+ * src_stride + src_offset to dst + row * dst_stride + dst_offset.  concat is
+ * one call per operand, and its gradient (slice) one per result. */
+void dlrt_copy_rows(int64_t outer, int64_t len, const float *src, int64_t src_stride,
+                    int64_t src_offset, float *dst, int64_t dst_stride, int64_t dst_offset);
+
+/* The updates of torch.optim.SGD and torch.optim.Adam for one parameter of
+ * count values, in place.  g is the gradient (left unchanged);
+ * momentum_buffer is NULL without momentum (and ignored when momentum is 0).
+ * Adam's step is 1 on the first update; a smaller step is taken as 1. */
+void dlrt_sgd_update(int64_t count, const float *g, float lr, float momentum, bool nesterov,
+                     float weight_decay, float *p, float *momentum_buffer);
+void dlrt_adam_update(int64_t count, const float *g, float lr, int32_t step, float beta1,
+                      float beta2, float eps, float weight_decay, float *p, float *exp_avg,
+                      float *exp_avg_sq);
 
 #ifdef __cplusplus
 }

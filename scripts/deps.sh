@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
 
-pkgs=(build-essential cmake flex bison zlib1g-dev)
+pkgs=(build-essential cmake flex bison zlib1g-dev libopenblas-dev)
 if [ "$what" = test ]; then
     pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv
            python3-torch python3-numpy dataset-fashion-mnist)

@@ -7,6 +7,8 @@
 #   %models     the model zoo (models/)
 #   %tests      this folder
 #   %bin        the folder of this build's test programs (test_data, ...)
+#   %cc         the build's C compiler, warnings as errors, sanitizers as built
+#   %dlrt       libdlrt and the libraries it needs, to link generated code
 #   %python     the Python that runs lit (for helper scripts)
 #   %exit N     runs the rest of the line and requires exit status N
 #   FileCheck, not   LLVM's tools from llvm-16-tools
@@ -23,6 +25,13 @@ config.test_source_root = os.path.dirname(__file__)
 
 config.substitutions.append(("%dlc", config.dlc))
 config.substitutions.append(("%bin", config.bin))
+# compiling generated code: the build's compiler (with its sanitizers) and
+# libdlrt with what it links
+cflags = "-std=c11 -O1 -g -Wall -Wextra -Werror -I" + os.path.join(config.source_root, "runtime")
+if config.sanitize.upper() in ("ON", "1", "TRUE", "YES"):
+    cflags += " -fsanitize=address,undefined -fno-sanitize-recover=undefined"
+config.substitutions.append(("%cc", config.cc + " " + cflags))
+config.substitutions.append(("%dlrt", config.dlrt_link))
 config.substitutions.append(("%models", os.path.join(config.source_root, "models")))
 config.substitutions.append(("%tests", config.test_source_root))
 config.substitutions.append(("%exit", sys.executable + " " + os.path.join(config.test_source_root, "exit_code.py")))

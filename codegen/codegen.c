@@ -1,0 +1,13 @@
+/* codegen.c — the table of targets, by name. */
+#include "codegen.h"
+
+#include <string.h>
+
+static const DlcTarget *const targets[] = {&dlc_target_cpu};
+
+const DlcTarget *dlc_target_lookup(const char *name) {
+    for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)
+        if (strcmp(targets[i]->name, name) == 0)
+            return targets[i];
+    return NULL;
+}

@@ -1,0 +1,27 @@
+/* codegen.h — code generators.  Each target is a table of functions
+ * (QBE's Target, amd64/targ.c) registered by name in codegen.c; the driver
+ * looks one up and hands it a module that has been through the pipeline.
+ * Targets read the IR and write files; they never change the module. */
+#ifndef DLC_CODEGEN_H
+#define DLC_CODEGEN_H
+
+#include "../ir/ir.h"
+
+typedef struct DlcTarget {
+    const char *name;    /* as in --emit= */
+    const char *summary; /* for --help */
+    /* The passes the module must have been through, NULL-terminated, beyond
+       the default pipeline (cpu: autodiff and optimizer, for training). */
+    const char *const *passes;
+    /* Writes the target's files for m into the folder dir (which exists).
+       Reports errors through ctx and returns false after any. */
+    bool (*emit)(DlcCtx *ctx, const DlcModule *m, const char *dir);
+} DlcTarget;
+
+/* codegen.c */
+const DlcTarget *dlc_target_lookup(const char *name);
+
+/* cpu/cpu.c */
+extern const DlcTarget dlc_target_cpu;
+
+#endif /* DLC_CODEGEN_H */

@@ -1,0 +1,736 @@
+/* cpu.c — the CPU target: readable C for each network.
+ *
+ * For a network NAME (and NAME.train, when autodiff and optimizer made
+ * one) it writes NAME.h, the API a product embeds, and NAME.c:
+ *
+ *   - one static function per op, with every size a constant, `restrict`
+ *     pointers, calling the kernels of libdlrt (runtime/dlrt.h) — BLAS for
+ *     the GEMMs of dense layers and convolutions — preceded by a #line
+ *     directive naming the op's .dl line, so that a debugger or profiler
+ *     points at the model;
+ *   - NAME_forward (inference) and NAME_train_step (forward, loss,
+ *     backward, weight update), which call those functions in IR order;
+ *   - NAME_create (fresh initialization from a seed, as PyTorch initializes),
+ *     NAME_load / NAME_save (safetensors checkpoints of every parameter and
+ *     buffer, named as in the IR), NAME_memory (bytes needed for a given
+ *     batch, known before anything runs) and NAME_free.
+ *
+ * Memory: all parameters and buffers in one block; every value of both
+ * networks in one activation block sized for the largest batch, with its
+ * own slot (the memory planner of a later pass will share slots).  Nothing
+ * is allocated after NAME_create.
+ *
+ * Preconditions: the module verifies; element type f32.  dropout and
+ * batchnorm are not generated yet: a network using them is an error at the
+ * op. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../codegen.h"
+
+/* ---- output with line counting, for #line -------------------------------- */
+
+typedef struct Out {
+    FILE *f;
+    char *buf;
+    size_t len;
+    int line;      /* lines written so far */
+    const char *name; /* the file's name, for #line back to it */
+} Out;
+
+__attribute__((format(printf, 2, 3))) static void put(Out *o, const char *fmt, ...) {
+    char tmp[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof tmp)
+        dlc_unreachable("cpu: a generated line is too long");
+    for (const char *p = tmp; *p; p++)
+        o->line += *p == '\n';
+    fputs(tmp, o->f);
+}
+
+/* ---- the emitter's state ------------------------------------------------- */
+
+typedef struct Cpu {
+    DlcCtx *ctx;
+    const DlcModule *m;
+    const DlcNetwork *infer, *train;
+    const char *prefix;     /* lenet5: functions are lenet5_forward, ... */
+    char type[128];         /* Lenet5 */
+    char upper[128];        /* LENET5 */
+    DlcMap param_off;       /* param name -> offset + 1 in the parameter block */
+    const DlcValue **params; /* every parameter and buffer, in block order */
+    int nparams, capparams;
+    int64_t param_floats;
+    DlcArena arena;         /* names and slots */
+    bool ok;
+} Cpu;
+
+/* Where a network's values live in the activation block: batched values
+ * take numel * max_batch floats, from `batched` (in units of max_batch),
+ * unbatched ones numel floats after all the batched ones. */
+typedef struct Slots {
+    DlcMap off;             /* value name -> offset + 1 */
+    int64_t batched;        /* floats per sample of all batched values */
+    int64_t unbatched;      /* floats of all unbatched values */
+} Slots;
+
+static int64_t numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
+
+static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
+
+/* A C identifier from an IR name: dots become underscores. */
+static const char *ident(Cpu *cpu, const char *name) {
+    char *s = dlc_arena_strdup(&cpu->arena, name);
+    for (char *p = s; *p; p++)
+        if (*p == '.')
+            *p = '_';
+    return s;
+}
+
+static void add_param(Cpu *cpu, const DlcValue *p) {
+    if (dlc_map_get(&cpu->param_off, p->name))
+        return;
+    dlc_map_put(&cpu->param_off, p->name, (void *)(intptr_t)(cpu->param_floats + 1));
+    cpu->param_floats += round16(numel(p));
+    DLC_PUSH(&cpu->arena, cpu->params, cpu->nparams, cpu->capparams, p);
+}
+
+static void layout(Cpu *cpu, const DlcNetwork *net, Slots *s) {
+    dlc_map_init(&s->off, &cpu->arena);
+    s->batched = s->unbatched = 0;
+    for (int i = 0; i < net->nops; i++)
+        for (int r = 0; r < net->ops[i]->nout; r++) {
+            const DlcValue *v = net->ops[i]->out[r];
+            int64_t *at = v->type.batched ? &s->batched : &s->unbatched;
+            dlc_map_put(&s->off, v->name, (void *)(intptr_t)(*at + 1));
+            *at += round16(numel(v));
+        }
+}
+
+/* The C expression for a value's storage in the network's functions. */
+static const char *where(Cpu *cpu, const Slots *s, const DlcValue *v) {
+    switch (v->kind) {
+    case DLC_VAL_PARAM:
+        return dlc_arena_printf(&cpu->arena, "(net->params + %lld)",
+                                (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1));
+    case DLC_VAL_INPUT:
+        if (!v->type.batched)
+            return v->type.dtype == DLC_I32 ? "net->step" : ident(cpu, v->name);
+        return ident(cpu, v->name);
+    case DLC_VAL_OP: {
+        int64_t off = (intptr_t)dlc_map_get(&s->off, v->name) - 1;
+        if (v->type.batched)
+            return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch)",
+                                    (long long)off);
+        return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch + %lld)",
+                                (long long)s->batched, (long long)off);
+    }
+    }
+    return "?";
+}
+
+static const char *ctype(const DlcValue *v) {
+    return v->type.dtype == DLC_I32 ? "int32_t" : "float";
+}
+
+/* ---- one function per op -------------------------------------------------- */
+
+/* A C float literal for x: "0.9f", "1e-08f", "0.0f". */
+static const char *cfloat(Cpu *cpu, double x) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.9g", x);
+    if (!strpbrk(buf, ".eEn"))
+        strcat(buf, ".0");
+    return dlc_arena_printf(&cpu->arena, "%sf", buf);
+}
+
+static int64_t attr_i(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].i;
+}
+static double attr_f(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].f;
+}
+static bool attr_b(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].b;
+}
+static const int64_t *attr_pair(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
+}
+
+/* A DlrtConv for a convolution with input type x and output type y. */
+static void put_conv(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
+    const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
+                  *p = attr_pair(op, "pad"), *d = attr_pair(op, "dilation");
+    put(o, "    static const DlrtConv cv = {.c = %lld, .h = %lld, .w = %lld, .f = %lld, "
+           ".oh = %lld, .ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, "
+           ".ph = %lld, .pw = %lld, .dh = %lld, .dw = %lld, .groups = %lld};\n",
+        (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
+        (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
+        (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+        (long long)d[0], (long long)d[1], (long long)attr_i(op, "groups"));
+}
+
+static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
+    const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
+                  *p = attr_pair(op, "pad");
+    int cip = dlc_op_attr_index(op->kind, "count_include_pad");
+    put(o, "    static const DlrtPool pool = {.c = %lld, .h = %lld, .w = %lld, .oh = %lld, "
+           ".ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, "
+           ".pw = %lld, .count_include_pad = %s};\n",
+        (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
+        (long long)y->dims[1], (long long)y->dims[2], (long long)k[0], (long long)k[1],
+        (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+        cip >= 0 && op->attrs[cip].b ? "true" : "false");
+}
+
+/* Elements before and after a (normalized) axis of a per-sample type. */
+static void around_axis(const DlcType *t, int axis, int64_t *before, int64_t *after) {
+    *before = *after = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (i < axis)
+            *before *= t->dims[i];
+        if (i > axis)
+            *after *= t->dims[i];
+    }
+}
+
+static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
+
+/* The body of op's function: operands are named a0, a1, ..., results r0. */
+static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
+    const DlcValue *x = op->nin ? op->in[0] : NULL, *y = op->nout ? op->out[0] : NULL;
+    long long ne = x ? (long long)numel(x) : 0;
+    const char *count = x && x->type.batched ? "n * " : "";
+    switch (op->kind) {
+    case DLC_OP_CONV2D:
+        put_conv(o, op, &x->type, &y->type);
+        put(o, "    dlrt_conv2d_forward(&cv, n, a0, a1, %s, r0, work);\n",
+            op->nparams == 2 ? "a2" : "NULL");
+        return true;
+    case DLC_OP_DENSE:
+        put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, r0);\n", ne,
+            (long long)numel(y), op->nparams == 2 ? "a2" : "NULL");
+        return true;
+    case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: {
+        const char *f = op->kind == DLC_OP_RELU ? "relu" : op->kind == DLC_OP_SIGMOID ? "sigmoid" : "tanh";
+        put(o, "    dlrt_%s_forward(%s%lld, a0, r0);\n", f, count, ne);
+        return true;
+    }
+    case DLC_OP_RELU_GRAD: case DLC_OP_SIGMOID_GRAD: case DLC_OP_TANH_GRAD: {
+        const char *f = op->kind == DLC_OP_RELU_GRAD ? "relu"
+                        : op->kind == DLC_OP_SIGMOID_GRAD ? "sigmoid" : "tanh";
+        put(o, "    dlrt_%s_backward(%s%lld, a0, a1, r0);\n", f, count, ne);
+        return true;
+    }
+    case DLC_OP_ADD:
+        put(o, "    dlrt_add(%s%lld, a0, a1, r0);\n", count, ne);
+        return true;
+    case DLC_OP_MAXPOOL: case DLC_OP_AVGPOOL:
+        put_pool(o, op, &x->type, &y->type);
+        put(o, "    dlrt_%s_forward(&pool, n, a0, r0);\n",
+            op->kind == DLC_OP_MAXPOOL ? "maxpool" : "avgpool");
+        return true;
+    case DLC_OP_MAXPOOL_GRAD:
+        put_pool(o, op, &op->in[1]->type, &x->type);
+        put(o, "    dlrt_maxpool_backward(&pool, n, a0, a1, r0);\n");
+        return true;
+    case DLC_OP_AVGPOOL_GRAD:
+        put_pool(o, op, &y->type, &x->type);
+        put(o, "    dlrt_avgpool_backward(&pool, n, a0, r0);\n");
+        return true;
+    case DLC_OP_GLOBALAVGPOOL:
+        put(o, "    dlrt_globalavgpool_forward(n, %lld, %lld, a0, r0);\n",
+            (long long)x->type.dims[0], (long long)(x->type.dims[1] * x->type.dims[2]));
+        return true;
+    case DLC_OP_GLOBALAVGPOOL_GRAD:
+        put(o, "    dlrt_globalavgpool_backward(n, %lld, %lld, a0, r0);\n",
+            (long long)y->type.dims[0], (long long)(y->type.dims[1] * y->type.dims[2]));
+        return true;
+    case DLC_OP_FLATTEN: case DLC_OP_RESHAPE:
+        put(o, "    memcpy(r0, a0, sizeof(float) * n * %lld);\n", ne);
+        return true;
+    case DLC_OP_CONCAT: {
+        int axis = norm_axis(attr_i(op, "axis"), y->type.rank);
+        int64_t before, after_y, offset = 0;
+        around_axis(&y->type, axis, &before, &after_y);
+        int64_t row_y = y->type.dims[axis] * after_y;
+        for (int i = 0; i < op->nin; i++) {
+            int64_t row = op->in[i]->type.dims[axis] * after_y;
+            put(o, "    dlrt_copy_rows(n * %lld, %lld, a%d, %lld, 0, r0, %lld, %lld);\n",
+                (long long)before, (long long)row, i, (long long)row, (long long)row_y,
+                (long long)offset);
+            offset += row;
+        }
+        return true;
+    }
+    case DLC_OP_SLICE: {
+        int axis = norm_axis(attr_i(op, "axis"), x->type.rank);
+        int64_t before, after;
+        around_axis(&x->type, axis, &before, &after);
+        int64_t row_x = x->type.dims[axis] * after, row_y = y->type.dims[axis] * after;
+        put(o, "    dlrt_copy_rows(n * %lld, %lld, a0, %lld, %lld, r0, %lld, 0);\n",
+            (long long)before, (long long)row_y, (long long)row_x,
+            (long long)(attr_i(op, "begin") * after), (long long)row_y);
+        return true;
+    }
+    case DLC_OP_SOFTMAX: case DLC_OP_SOFTMAX_GRAD: {
+        int axis = norm_axis(attr_i(op, "axis"), x->type.rank);
+        int64_t before, after;
+        around_axis(&x->type, axis, &before, &after);
+        if (op->kind == DLC_OP_SOFTMAX)
+            put(o, "    dlrt_softmax_forward(n * %lld, %lld, %lld, a0, r0);\n", (long long)before,
+                (long long)x->type.dims[axis], (long long)after);
+        else
+            put(o, "    dlrt_softmax_backward(n * %lld, %lld, %lld, a0, a1, r0);\n",
+                (long long)before, (long long)x->type.dims[axis], (long long)after);
+        return true;
+    }
+    case DLC_OP_CROSS_ENTROPY:
+        put(o, "    r0[0] = (float)dlrt_cross_entropy(a0, a1, n, %lld, NULL);\n", ne);
+        return true;
+    case DLC_OP_CROSS_ENTROPY_GRAD:
+        put(o, "    dlrt_cross_entropy(a0, a1, n, %lld, r0);\n", ne);
+        return true;
+    case DLC_OP_MSE:
+        put(o, "    r0[0] = (float)dlrt_mse(a0, a1, n, %lld, NULL);\n", ne);
+        return true;
+    case DLC_OP_MSE_GRAD:
+        put(o, "    dlrt_mse(a0, a1, n, %lld, r0);\n", ne);
+        return true;
+    case DLC_OP_BIAS_GRAD:
+        put(o, "    dlrt_bias_backward(n, %lld, %lld, a0, r0);\n", (long long)y->type.dims[0],
+            (long long)(numel(x) / y->type.dims[0]));
+        return true;
+    case DLC_OP_DENSE_GRAD_INPUT:
+        put(o, "    dlrt_dense_backward_input(n, %lld, %lld, a0, a1, r0);\n", (long long)numel(y), ne);
+        return true;
+    case DLC_OP_DENSE_GRAD_WEIGHT:
+        put(o, "    dlrt_dense_backward_weight(n, %lld, %lld, a0, a1, r0);\n",
+            (long long)numel(op->in[1]), ne);
+        return true;
+    case DLC_OP_CONV2D_GRAD_INPUT:
+        put_conv(o, op, &y->type, &x->type);
+        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, a1, r0, work);\n");
+        return true;
+    case DLC_OP_CONV2D_GRAD_WEIGHT:
+        put_conv(o, op, &op->in[1]->type, &x->type);
+        put(o, "    dlrt_conv2d_backward_weight(&cv, n, a0, a1, r0, work);\n");
+        return true;
+    case DLC_OP_SGD_UPDATE:
+        put(o, "    dlrt_sgd_update(%lld, a0, a1, %s, %s, %s, a2, %s);\n", ne,
+            cfloat(cpu, attr_f(op, "momentum")), attr_b(op, "nesterov") ? "true" : "false",
+            cfloat(cpu, attr_f(op, "weight_decay")), op->nparams == 2 ? "a3" : "NULL");
+        return true;
+    case DLC_OP_ADAM_UPDATE:
+        put(o, "    dlrt_adam_update(%lld, a0, a1, a2, %s, %s, %s, %s, a3, a4, a5);\n", ne,
+            cfloat(cpu, attr_f(op, "beta1")), cfloat(cpu, attr_f(op, "beta2")),
+            cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "weight_decay")));
+        return true;
+    case DLC_OP_PARAM_GRAD:
+        return true; /* the optimizer pass did not run: gradients are computed and kept */
+    default:
+        dlc_error(cpu->ctx, op->loc, "cpu: %s is not supported by the CPU code generator yet",
+                  dlc_op_info(op->kind)->name);
+        return false;
+    }
+}
+
+static bool writes_operand(const DlcOp *op, int i) {
+    /* updates change their parameter and state in place */
+    return dlc_op_is_update(op->kind) && i >= op->nin - op->nparams;
+}
+
+static bool uses_work(const DlcOp *op) {
+    return op->kind == DLC_OP_CONV2D || op->kind == DLC_OP_CONV2D_GRAD_INPUT ||
+           op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
+}
+
+/* static void opK_name(int64_t n, const float *restrict a0, ..., float *restrict r0) */
+static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const char *net_tag) {
+    const char *fname = dlc_arena_printf(&cpu->arena, "%s_op%d_%s", net_tag, k,
+                                         op->nout ? ident(cpu, op->out[0]->name)
+                                                  : dlc_op_info(op->kind)->name);
+    const char *path = dlc_ctx_path(cpu->ctx, op->loc);
+    put(o, "\n/* ");
+    char buf[DLC_TYPE_STR_MAX];
+    for (int r = 0; r < op->nout; r++)
+        put(o, "%%%s : %s = ", op->out[r]->name, dlc_type_str(&op->out[r]->type, buf, sizeof buf));
+    put(o, "%s(", dlc_op_info(op->kind)->name);
+    for (int i = 0; i < op->nin; i++)
+        put(o, "%s%c%s", i ? ", " : "", op->in[i]->kind == DLC_VAL_PARAM ? '@' : '%',
+            op->in[i]->name);
+    put(o, ") */\n");
+    bool located = op->loc.file >= 0 && !cpu->ctx->files[op->loc.file].is_ir;
+    if (located) {
+        put(o, "#line %d \"", op->loc.line);
+        for (const char *p = path; *p; p++)
+            put(o, "%s", *p == '"' || *p == '\\' ? (*p == '"' ? "\\\"" : "\\\\") : (char[2]){*p, 0});
+        put(o, "\"\n");
+    }
+    put(o, "static void %s(int64_t n", fname);
+    for (int i = 0; i < op->nin; i++) {
+        const DlcValue *v = op->in[i];
+        if (!v->type.batched && v->type.rank == 0 && v->kind == DLC_VAL_INPUT)
+            put(o, ", %s a%d", ctype(v), i); /* a scalar input: lr, step */
+        else
+            put(o, ", %s%s *restrict a%d", writes_operand(op, i) ? "" : "const ", ctype(v), i);
+    }
+    for (int r = 0; r < op->nout; r++)
+        put(o, ", %s *restrict r%d", ctype(op->out[r]), r);
+    if (uses_work(op))
+        put(o, ", float *restrict work");
+    put(o, ") {\n");
+    put(o, "    (void)n;\n");
+    cpu->ok &= put_body(cpu, o, op);
+    put(o, "}\n");
+    if (located) /* back to this file's own lines */
+        put(o, "#line %d \"%s\"\n", o->line + 2, o->name);
+    return fname;
+}
+
+/* The functions of one network, and the function that runs them in order. */
+static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const Slots *s,
+                        const char *tag) {
+    const char **fn = dlc_arena_alloc(&cpu->arena, sizeof(char *) * (size_t)(net->nops + 1));
+    for (int i = 0; i < net->nops; i++)
+        fn[i] = op_function(cpu, o, net->ops[i], i, tag);
+    put(o, "\nstatic void run_%s(%s *net, int64_t n", tag, cpu->type);
+    for (int i = 0; i < net->ninputs; i++) {
+        const DlcValue *v = net->inputs[i];
+        if (v->type.batched)
+            put(o, ", const %s *restrict %s", ctype(v), ident(cpu, v->name));
+        else if (v->type.dtype != DLC_I32)
+            put(o, ", %s %s", ctype(v), ident(cpu, v->name));
+    }
+    put(o, ") {\n");
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        put(o, "    %s(n", fn[i]);
+        for (int j = 0; j < op->nin; j++)
+            put(o, ", %s", where(cpu, s, op->in[j]));
+        for (int r = 0; r < op->nout; r++)
+            put(o, ", %s", where(cpu, s, op->out[r]));
+        if (uses_work(op))
+            put(o, ", net->work");
+        put(o, ");\n");
+    }
+    put(o, "}\n");
+}
+
+/* ---- the header ---------------------------------------------------------- */
+
+/* The batched inputs of a network, as API parameters. */
+static void put_inputs(Cpu *cpu, Out *o, const DlcNetwork *net) {
+    for (int i = 0; i < net->ninputs; i++) {
+        const DlcValue *v = net->inputs[i];
+        if (v->type.batched)
+            put(o, ", const %s *%s", ctype(v), ident(cpu, v->name));
+    }
+}
+
+static void put_header(Cpu *cpu, Out *o) {
+    const char *p = cpu->prefix, *T = cpu->type, *U = cpu->upper;
+    const DlcNetwork *net = cpu->infer;
+    put(o, "/* %s.h — generated by dlc %s from %s; do not edit.\n *\n"
+           " * The network '%s' compiled for the CPU.  See docs/embedding.md. */\n",
+        p, DLC_VERSION, cpu->m->source ? cpu->m->source : "IR", net->name);
+    put(o, "#ifndef %s_H\n#define %s_H\n\n#include \"dlrt.h\"\n\n", U, U);
+    put(o, "typedef struct %s %s;\n\n", T, T);
+    for (int i = 0; i < net->ninputs; i++)
+        put(o, "#define %s_%s_SIZE %lld /* elements per sample of input '%s' */\n", U,
+            ident(cpu, net->inputs[i]->name), (long long)numel(net->inputs[i]),
+            net->inputs[i]->name);
+    for (int i = 0; i < net->noutputs; i++)
+        put(o, "#define %s_OUTPUT%d_SIZE %lld /* elements per sample of output %d */\n", U, i,
+            (long long)numel(net->outputs[i]), i);
+    int64_t trainable = 0;
+    for (int i = 0; i < cpu->nparams; i++)
+        if (cpu->params[i]->trainable)
+            trainable += numel(cpu->params[i]);
+    put(o, "#define %s_TRAINABLE %lld /* trainable parameters */\n", U, (long long)trainable);
+    put(o, "#define %s_TENSORS %d /* parameters and buffers in a checkpoint */\n\n", U,
+        cpu->nparams);
+    put(o, "/* Bytes of memory for batches of up to max_batch samples: parameters,\n"
+           " * optimizer state, activations and scratch; all of it is allocated by\n"
+           " * %s_create. */\n", p);
+    put(o, "size_t %s_memory(int64_t max_batch);\n", p);
+    put(o, "/* A network with fresh parameters (PyTorch's initialization, from seed). */\n");
+    put(o, "DlrtStatus %s_create(%s **net, int64_t max_batch, uint64_t seed, DlrtError *err);\n", p, T);
+    put(o, "void %s_free(%s *net);\n", p, T);
+    put(o, "/* Inference on n <= max_batch samples; out%s receive%s n * %s_OUTPUT*_SIZE floats. */\n",
+        net->noutputs > 1 ? "*" : "0", net->noutputs > 1 ? "" : "s", U);
+    put(o, "DlrtStatus %s_forward(%s *net, int64_t n", p, T);
+    put_inputs(cpu, o, net);
+    for (int i = 0; i < net->noutputs; i++)
+        put(o, ", float *out%d", i);
+    put(o, ", DlrtError *err);\n");
+    if (cpu->train) {
+        put(o, "/* One training step on n <= max_batch samples with learning rate lr:\n"
+               " * forward, loss (into *loss), backward, weight update. */\n");
+        put(o, "DlrtStatus %s_train_step(%s *net, int64_t n", p, T);
+        put_inputs(cpu, o, cpu->train);
+        put(o, ", float lr, float *loss, DlrtError *err);\n");
+    }
+    put(o, "/* Checkpoints: every parameter and buffer, by name, in safetensors.  load\n"
+           " * also takes a file of the inference network's tensors only (weights),\n"
+           " * and then resets the optimizer's state. */\n");
+    put(o, "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err);\n", p, T);
+    put(o, "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err);\n", p, T);
+    put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection. */\n", U);
+    put(o, "DlrtTensor %s_tensor(%s *net, int i);\n\n#endif\n", p, T);
+}
+
+/* ---- the API functions --------------------------------------------------- */
+
+static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
+    const char *p = cpu->prefix, *T = cpu->type;
+    const DlcNetwork *net = cpu->infer;
+    /* the two networks run one at a time, so they share the activations:
+       a network's unbatched slots start after its own batched ones, so the
+       larger of each part covers both */
+    int64_t act_b = st && st->batched > si->batched ? st->batched : si->batched;
+    int64_t act_u = st && st->unbatched > si->unbatched ? st->unbatched : si->unbatched;
+    put(o, "\n/* ---- the API (%s.h) ---- */\n\n", p);
+    /* convolution geometries, for the scratch size */
+    put(o, "static int64_t work_floats(int64_t max_batch) {\n    int64_t most = 0;\n    (void)max_batch;\n");
+    const DlcNetwork *nets[2] = {net, cpu->train};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; nets[k] && i < nets[k]->nops; i++) {
+            const DlcOp *op = nets[k]->ops[i];
+            if (!uses_work(op))
+                continue;
+            const DlcType *x = op->kind == DLC_OP_CONV2D ? &op->in[0]->type
+                               : op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &op->out[0]->type
+                                                                      : &op->in[1]->type;
+            const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
+            put(o, "    {\n");
+            put_conv(o, op, x, y);
+            put(o, "    int64_t w = dlrt_conv2d_workspace(&cv, max_batch);\n"
+                   "    if (w > most)\n        most = w;\n    }\n");
+        }
+    put(o, "    return most;\n}\n\n");
+    put(o, "size_t %s_memory(int64_t max_batch) {\n"
+           "    return sizeof(float) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(max_batch));\n}\n\n",
+        p, (long long)cpu->param_floats, (long long)act_b, (long long)act_u);
+
+    /* tensors */
+    put(o, "static const struct { const char *name; int rank; int64_t dims[6]; int64_t offset; "
+           "int init; int64_t fan_in; } TENSORS[] = {\n");
+    for (int i = 0; i < cpu->nparams; i++) {
+        const DlcValue *v = cpu->params[i];
+        put(o, "    {\"%s\", %d, {", v->name, v->type.rank);
+        for (int d = 0; d < v->type.rank; d++)
+            put(o, "%s%lld", d ? ", " : "", (long long)v->type.dims[d]);
+        put(o, "}, %lld, %d, %lld},\n",
+            (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1), (int)v->init,
+            (long long)(v->type.rank ? numel(v) / v->type.dims[0] : 1));
+    }
+    put(o, "};\n\n");
+    put(o, "DlrtTensor %s_tensor(%s *net, int i) {\n"
+           "    DlrtTensor t = {TENSORS[i].name, DLRT_F32, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
+           "    for (int d = 0; d < t.rank; d++)\n        t.dims[d] = TENSORS[i].dims[d];\n"
+           "    return t;\n}\n\n", p, T);
+    put(o, "DlrtStatus %s_create(%s **out, int64_t max_batch, uint64_t seed, DlrtError *err) {\n"
+           "    *out = NULL;\n"
+           "    if (max_batch < 1)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"the largest batch must be at least 1, not %%lld\", (long long)max_batch);\n"
+           "    %s *net = calloc(1, sizeof *net);\n"
+           "    if (!net)\n        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory\");\n"
+           "    net->max_batch = max_batch;\n"
+           "    net->work_floats = work_floats(max_batch);\n"
+           "    net->params = calloc(%lld + 1, sizeof(float));\n"
+           "    net->act = calloc((size_t)(%lld * max_batch + %lld + 1), sizeof(float));\n"
+           "    net->work = calloc((size_t)net->work_floats + 1, sizeof(float));\n"
+           "    if (!net->params || !net->act || !net->work) {\n"
+           "        %s_free(net);\n"
+           "        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes needed\", %s_memory(max_batch));\n"
+           "    }\n"
+           "    DlrtRng rng;\n    dlrt_rng_seed(&rng, seed);\n"
+           "    for (int i = 0; i < %d; i++) {\n"
+           "        DlrtTensor t = %s_tensor(net, i);\n"
+           "        int64_t count = 1;\n        for (int d = 0; d < t.rank; d++)\n            count *= t.dims[d];\n"
+           "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform(t.data, count, TENSORS[i].fan_in, &rng);\n"
+           "        else\n            dlrt_init_constant(t.data, count, TENSORS[i].init == %d ? 1.0f : 0.0f);\n"
+           "    }\n"
+           "    *out = net;\n    return DLRT_OK;\n}\n\n",
+        p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
+        cpu->nparams, p, (int)DLC_INIT_KAIMING_UNIFORM, (int)DLC_INIT_ONES);
+    put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
+           "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net);\n}\n\n", p, T);
+
+    /* forward */
+    put(o, "DlrtStatus %s_forward(%s *net, int64_t n", p, T);
+    put_inputs(cpu, o, net);
+    for (int i = 0; i < net->noutputs; i++)
+        put(o, ", float *out%d", i);
+    put(o, ", DlrtError *err) {\n"
+           "    if (n < 1 || n > net->max_batch)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
+           "    run_infer(net, n");
+    for (int i = 0; i < net->ninputs; i++)
+        if (net->inputs[i]->type.batched)
+            put(o, ", %s", ident(cpu, net->inputs[i]->name));
+    put(o, ");\n");
+    for (int i = 0; i < net->noutputs; i++) {
+        const DlcValue *v = net->outputs[i];
+        put(o, "    memcpy(out%d, %s, sizeof(float) * (size_t)(%s%lld));\n", i, where(cpu, si, v),
+            v->type.batched ? "n * " : "", (long long)numel(v));
+    }
+    put(o, "    return DLRT_OK;\n}\n\n");
+
+    if (cpu->train) {
+        const DlcNetwork *tn = cpu->train;
+        put(o, "DlrtStatus %s_train_step(%s *net, int64_t n", p, T);
+        put_inputs(cpu, o, tn);
+        put(o, ", float lr, float *loss, DlrtError *err) {\n"
+               "    if (n < 1 || n > net->max_batch)\n"
+               "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
+               "    net->step++;\n"
+               "    run_train(net, n");
+        for (int i = 0; i < tn->ninputs; i++) {
+            const DlcValue *v = tn->inputs[i];
+            if (v->type.batched || v->type.dtype != DLC_I32)
+                put(o, ", %s", v->type.batched ? ident(cpu, v->name) : "lr");
+        }
+        put(o, ");\n    *loss = %s[0];\n    return DLRT_OK;\n}\n\n", where(cpu, st, tn->outputs[0]));
+    }
+
+    /* checkpoints */
+    put(o, "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err) {\n"
+           "    DlrtTensor t[%d];\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = %s_tensor((%s *)net, i);\n"
+           "    DlrtMeta meta[] = {{\"network\", \"%s\"}, {\"dlc_version\", \"%s\"}};\n"
+           "    return dlrt_save_safetensors(path, t, %d, meta, 2, err);\n}\n\n",
+        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, p, T, net->name, DLC_VERSION,
+        cpu->nparams);
+    /* a full checkpoint restores the optimizer state too; a file of the
+       inference network's tensors only (weights, as PyTorch saves them)
+       loads with the optimizer state reset */
+    int ninfer = cpu->infer->nparams;
+    put(o, "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
+           "    DlrtTensor t[%d];\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = %s_tensor(net, i);\n"
+           "    DlrtStatus st = dlrt_load_safetensors(path, t, %d, NULL, NULL, err);\n"
+           "    if (st != DLRT_E_SHAPE || %d == %d)\n        return st;\n"
+           "    DlrtError weights_only;\n"
+           "    if (dlrt_load_safetensors(path, t, %d, NULL, NULL, &weights_only) != DLRT_OK)\n"
+           "        return st; /* the first message says what the file lacks */\n"
+           "    for (int i = %d; i < %d; i++) {\n"
+           "        int64_t count = 1;\n        for (int d = 0; d < t[i].rank; d++)\n            count *= t[i].dims[d];\n"
+           "        dlrt_init_constant(t[i].data, count, 0.0f);\n    }\n"
+           "    net->step = 0;\n    return DLRT_OK;\n}\n",
+        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, p, cpu->nparams, ninfer,
+        cpu->nparams, ninfer, ninfer, cpu->nparams);
+}
+
+/* ---- files ---------------------------------------------------------------- */
+
+/* Writes text to dir/name through a temporary file renamed into place. */
+static bool write_file(DlcCtx *ctx, const char *dir, const char *name, const char *text,
+                       size_t len) {
+    char path[4096], tmp[4200];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
+    bool ok = f && fwrite(text, 1, len, f) == len;
+    if (f)
+        ok &= fclose(f) == 0;
+    if (ok)
+        ok = rename(tmp, path) == 0;
+    if (!ok) {
+        dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    return ok;
+}
+
+static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
+                         const char *dir) {
+    Cpu cpu = {.ctx = ctx, .m = m, .infer = net, .prefix = net->name, .ok = true};
+    char train_name[512];
+    snprintf(train_name, sizeof train_name, "%s.train", net->name);
+    cpu.train = dlc_module_find_network(m, train_name);
+    snprintf(cpu.type, sizeof cpu.type, "%c%s", net->name[0] >= 'a' && net->name[0] <= 'z'
+                                                    ? net->name[0] - 'a' + 'A' : net->name[0],
+             net->name + 1);
+    for (size_t i = 0; net->name[i] && i + 1 < sizeof cpu.upper; i++)
+        cpu.upper[i] = (char)(net->name[i] >= 'a' && net->name[i] <= 'z' ? net->name[i] - 'a' + 'A'
+                                                                          : net->name[i]);
+    dlc_map_init(&cpu.param_off, &cpu.arena);
+    for (int i = 0; i < net->nparams; i++)
+        add_param(&cpu, net->params[i]);
+    for (int i = 0; cpu.train && i < cpu.train->nparams; i++)
+        add_param(&cpu, cpu.train->params[i]);
+    for (int i = 0; i < net->ninputs; i++)
+        if (net->inputs[i]->type.dtype != DLC_F32 && net->inputs[i]->type.batched) {
+            /* labels belong to the training network only */
+            dlc_error(ctx, net->inputs[i]->loc, "cpu: input '%s' must be f32 (f64 and i32 "
+                      "inputs are not generated yet)", net->inputs[i]->name);
+            cpu.ok = false;
+        }
+
+    Slots si, st;
+    layout(&cpu, net, &si);
+    if (cpu.train)
+        layout(&cpu, cpu.train, &st);
+
+    char hname[300], cname[300];
+    snprintf(hname, sizeof hname, "%s.h", net->name);
+    snprintf(cname, sizeof cname, "%s.c", net->name);
+    Out h = {.name = hname}, c = {.name = cname};
+    h.f = open_memstream(&h.buf, &h.len);
+    c.f = open_memstream(&c.buf, &c.len);
+    put_header(&cpu, &h);
+    put(&c, "/* %s — generated by dlc %s from %s; do not edit.\n *\n"
+            " * One function per op (its IR in a comment above it, its .dl line in a\n"
+            " * #line directive), the functions that run them in order, then the API\n"
+            " * of %s. */\n#include <stdlib.h>\n#include <string.h>\n\n#include \"%s\"\n",
+        cname, DLC_VERSION, m->source ? m->source : "IR", hname, hname);
+    put(&c, "\nstruct %s {\n    int64_t max_batch;\n    float *params; /* parameters and buffers */\n"
+            "    float *act;    /* every value of a step, batch first */\n"
+            "    float *work;   /* convolution scratch */\n    int64_t work_floats;\n"
+            "    int32_t step;  /* training steps taken, for Adam */\n};\n", cpu.type);
+    put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
+    put_network(&cpu, &c, net, &si, "infer");
+    if (cpu.train) {
+        put(&c, "\n/* ---- training step: network @%s ---- */\n", cpu.train->name);
+        put_network(&cpu, &c, cpu.train, &st, "train");
+    }
+    put_api(&cpu, &c, &si, cpu.train ? &st : NULL);
+    fclose(h.f);
+    fclose(c.f);
+    bool ok = cpu.ok && write_file(ctx, dir, hname, h.buf, h.len) &&
+              write_file(ctx, dir, cname, c.buf, c.len);
+    free(h.buf);
+    free(c.buf);
+    dlc_arena_free(&cpu.arena);
+    return ok;
+}
+
+static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const char *dir) {
+    bool ok = true;
+    for (int i = 0; i < m->nnetworks; i++) {
+        const char *name = m->networks[i]->name;
+        size_t len = strlen(name);
+        if (len > 6 && strcmp(name + len - 6, ".train") == 0)
+            continue; /* emitted with its network */
+        ok &= emit_network(ctx, m, m->networks[i], dir);
+    }
+    return ok;
+}
+
+static const char *const cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", NULL};
+
+const DlcTarget dlc_target_cpu = {
+    .name = "c",
+    .summary = "C for the CPU (NAME.h and NAME.c), calling libdlrt",
+    .passes = cpu_passes,
+    .emit = cpu_emit,
+};

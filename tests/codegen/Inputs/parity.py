@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""parity.py MODEL WORKDIR HARNESS: compares a dlc-generated network with the
+same network written in PyTorch, on the same weights and data.
+
+  1. random weights (seeded) are written as a safetensors checkpoint under
+     the IR's parameter names;
+  2. forward: the harness's logits against PyTorch's, relative error < 1e-4;
+  3. training: STEPS steps of SGD with momentum 0.9 (the model's train
+     section) on one batch: each loss, and every parameter and momentum
+     buffer afterwards, against torch.optim.SGD, relative error < 1e-4.
+
+The relative error of a tensor is max|a - b| / max(max|b|, 1e-6).  Prints
+one line per check and 'N passed, N failed'."""
+import os
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "Inputs"))
+from checkpoint_torch import read_safetensors, write_safetensors  # noqa: E402
+
+
+def lenet5_params():
+    return {"c1.weight": (6, 1, 5, 5), "c1.bias": (6,), "c3.weight": (16, 6, 5, 5),
+            "c3.bias": (16,), "f5.weight": (120, 400), "f5.bias": (120,),
+            "f6.weight": (84, 120), "f6.bias": (84,), "out.weight": (10, 84), "out.bias": (10,)}
+
+
+def lenet5(p, x):
+    x = F.max_pool2d(F.relu(F.conv2d(x, p["c1.weight"], p["c1.bias"], padding=2)), 2)
+    x = F.max_pool2d(F.relu(F.conv2d(x, p["c3.weight"], p["c3.bias"])), 2)
+    x = F.relu(F.linear(x.flatten(1), p["f5.weight"], p["f5.bias"]))
+    x = F.relu(F.linear(x, p["f6.weight"], p["f6.bias"]))
+    return F.linear(x, p["out.weight"], p["out.bias"])
+
+
+def mlp_params():
+    return {"h1.weight": (256, 784), "h1.bias": (256,), "h2.weight": (128, 256),
+            "h2.bias": (128,), "out.weight": (10, 128), "out.bias": (10,)}
+
+
+def mlp(p, x):
+    x = F.relu(F.linear(x.flatten(1), p["h1.weight"], p["h1.bias"]))
+    x = F.relu(F.linear(x, p["h2.weight"], p["h2.bias"]))
+    return F.linear(x, p["out.weight"], p["out.bias"])
+
+
+MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05)}
+
+
+def rel(a, b):
+    return float((a - b).abs().max() / max(float(b.abs().max()), 1e-6))
+
+
+def main():
+    model, work, harness = sys.argv[1:4]
+    shapes, forward, lr = MODELS[model]
+    torch.manual_seed(0)
+    params = {k: (torch.rand(s) * 2 - 1) * (1.0 / max(1, torch.tensor(s[1:]).prod().item())) ** 0.5
+              for k, s in shapes().items()}
+    n, steps = 16, 3
+    x = torch.rand(n, 1, 28, 28)
+    labels = torch.randint(0, 10, (n,), dtype=torch.int32)
+    weights = os.path.join(work, "weights.safetensors")
+    write_safetensors(weights, params)
+    x.numpy().tofile(os.path.join(work, "x.bin"))
+    labels.numpy().tofile(os.path.join(work, "labels.bin"))
+    passed = failed = 0
+
+    def check(what, err):
+        nonlocal passed, failed
+        ok = err < 1e-4
+        passed += ok
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {what}: relative error {err:.2e}")
+
+    out = os.path.join(work, "logits.bin")
+    subprocess.run([harness, "forward", weights, os.path.join(work, "x.bin"), str(n), out],
+                   check=True)
+    got = torch.from_numpy(__import__("numpy").fromfile(out, dtype="float32")).reshape(n, 10)
+    want = forward({k: v.double() for k, v in params.items()}, x.double()).float()
+    check("forward logits", rel(got, want))
+
+    result = os.path.join(work, "trained.safetensors")
+    run = subprocess.run([harness, "train", weights, os.path.join(work, "x.bin"),
+                          os.path.join(work, "labels.bin"), str(n), str(lr), str(steps), result],
+                         check=True, capture_output=True, text=True)
+    losses = [float(line.split()[1]) for line in run.stdout.split("\n") if line.startswith("loss")]
+    tp = {k: v.double().clone().requires_grad_(True) for k, v in params.items()}
+    opt = torch.optim.SGD(tp.values(), lr=lr, momentum=0.9)
+    for step in range(steps):
+        opt.zero_grad()
+        loss = F.cross_entropy(forward(tp, x.double()), labels.long())
+        loss.backward()
+        opt.step()
+        check(f"loss of step {step + 1}", abs(losses[step] - loss.item()) / max(loss.item(), 1e-6))
+    trained, _ = read_safetensors(result)
+    for name, value in tp.items():
+        check(f"{name} after {steps} steps", rel(trained[name].double(), value.detach()))
+        buf = opt.state[value]["momentum_buffer"]
+        check(f"{name}.momentum_buffer", rel(trained[name + ".momentum_buffer"].double(), buf))
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1308 @@
+/* test_kernels.c — tests of libdlrt's kernels (kernels.c).
+ *
+ *   test_kernels                       the unit tests; the last line says
+ *                                      "N passed, M failed" (exit 1 on any
+ *                                      failure)
+ *   test_kernels run SPEC OUT          runs the cases of SPEC through the
+ *                                      kernels and writes their outputs to OUT
+ *
+ * The unit tests check hand-computed cases (a 1x1 convolution is a matmul,
+ * a padded 3x3 convolution, max-pooling ties, average pooling's divisors in
+ * ceil mode), every forward kernel against a slow double-precision reference
+ * written here, and every backward kernel against central finite
+ * differences of those references (in double, so the differences are
+ * accurate to ~1e-10) and, for the linear ops, of the f32 kernels
+ * themselves.  Errors are measured per tensor as max|got - want| /
+ * max(max|want|, 1e-6).
+ *
+ * The run mode lets tests/runtime/kernels_torch.test compare with PyTorch
+ * through tests/runtime/Inputs/kernels_torch.py.  SPEC is whitespace-
+ * separated text, a sequence of cases:
+ *
+ *   case LABEL OP NPARAMS  KEY VALUE ...  NARRAYS  NAME COUNT V... ...
+ *
+ * and OUT holds, for each case, "case LABEL NARRAYS" and then one line per
+ * output array, "NAME COUNT V...", values as %.9g (which round-trips f32).
+ * The ops and their parameters, inputs and outputs are listed at
+ * run_case(). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlrt.h"
+
+/* ------------------------------------------------------------------------ */
+/* The harness                                                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct Tally {
+    int passed;
+    int failed;
+} Tally;
+
+#define CHECK(t, cond) check((t), (cond), #cond, __LINE__)
+
+static bool check(Tally *t, bool ok, const char *what, int line) {
+    if (ok) {
+        t->passed++;
+    } else {
+        t->failed++;
+        fprintf(stderr, "test_kernels.c:%d: FAILED: %s\n", line, what);
+    }
+    return ok;
+}
+
+/* max|got - want| / max(max|want|, 1e-6); infinite where a value is NaN or
+ * infinite on one side only. */
+static double rel_error(const float *got, const double *want, int64_t count) {
+    double diff = 0.0, scale = 1e-6;
+    for (int64_t i = 0; i < count; i++) {
+        if (isnan(got[i]) != isnan(want[i]))
+            return INFINITY;
+        if (isnan(want[i]))
+            continue;
+        if (isinf(got[i]) || isinf(want[i])) {
+            if ((double)got[i] != want[i])
+                return INFINITY;
+            continue;
+        }
+        double d = fabs((double)got[i] - want[i]);
+        if (d > diff)
+            diff = d;
+        if (fabs(want[i]) > scale)
+            scale = fabs(want[i]);
+    }
+    return diff / scale;
+}
+
+#define CHECK_CLOSE(t, what, got, want, count, tol) \
+    check_close((t), (what), (got), (want), (count), (tol), __LINE__)
+
+static void check_close(Tally *t, const char *what, const float *got, const double *want,
+                        int64_t count, double tol, int line) {
+    double err = rel_error(got, want, count);
+    if (check(t, err <= tol, what, line))
+        return;
+    fprintf(stderr, "    relative error %.3g > %.3g\n", err, tol);
+    for (int64_t i = 0, shown = 0; i < count && shown < 6; i++) {
+        if (fabs((double)got[i] - want[i]) > tol * 0.5 * (fabs(want[i]) + 1e-6) ||
+            isnan(got[i]) != isnan(want[i])) {
+            fprintf(stderr, "    [%" PRId64 "] got %.9g, want %.9g\n", i, (double)got[i],
+                    want[i]);
+            shown++;
+        }
+    }
+}
+
+/* The same, against a float array of expected values. */
+static void check_values(Tally *t, const char *what, const float *got, const float *want,
+                         int64_t count, double tol, int line) {
+    double *w = malloc((size_t)count * sizeof *w);
+    for (int64_t i = 0; i < count; i++)
+        w[i] = want[i];
+    check_close(t, what, got, w, count, tol, line);
+    free(w);
+}
+#define CHECK_VALUES(t, what, got, want, count, tol) \
+    check_values((t), (what), (got), (want), (count), (tol), __LINE__)
+
+static float *falloc(int64_t count) {
+    float *p = malloc((size_t)(count > 0 ? count : 1) * sizeof *p);
+    if (!p) {
+        fprintf(stderr, "test_kernels: out of memory\n");
+        exit(2);
+    }
+    /* poisoned: an output element a kernel fails to write shows as NaN */
+    for (int64_t i = 0; i < count; i++)
+        p[i] = NAN;
+    return p;
+}
+
+static double *dalloc(int64_t count) {
+    double *p = calloc((size_t)(count > 0 ? count : 1), sizeof *p);
+    if (!p) {
+        fprintf(stderr, "test_kernels: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* Uniform values in [-1, 1), into f and, when d is not NULL, d. */
+static void fill_random(DlrtRng *rng, float *f, double *d, int64_t count) {
+    for (int64_t i = 0; i < count; i++) {
+        f[i] = 2.0f * dlrt_rng_uniform(rng) - 1.0f;
+        if (d)
+            d[i] = f[i];
+    }
+}
+
+static void to_double(const float *f, double *d, int64_t count) {
+    for (int64_t i = 0; i < count; i++)
+        d[i] = f[i];
+}
+
+static double dot(const double *a, const double *b, int64_t count) {
+    double s = 0.0;
+    for (int64_t i = 0; i < count; i++)
+        s += a[i] * b[i];
+    return s;
+}
+
+/* A loss of some inputs, in double: sum(dy * op(inputs)). */
+typedef double (*LossFn)(void *ctx);
+
+/* Central finite differences of loss with respect to v[0..count). */
+static void fd_grad(LossFn loss, void *ctx, double *v, int64_t count, double eps,
+                    double *grad) {
+    for (int64_t i = 0; i < count; i++) {
+        double save = v[i];
+        v[i] = save + eps;
+        double lp = loss(ctx);
+        v[i] = save - eps;
+        double lm = loss(ctx);
+        v[i] = save;
+        grad[i] = (lp - lm) / (2.0 * eps);
+    }
+}
+
+/* The same around f32 values (exact for linear ops with a large eps). */
+static void fd_grad_f32(LossFn loss, void *ctx, float *v, int64_t count, float eps,
+                        double *grad) {
+    for (int64_t i = 0; i < count; i++) {
+        float save = v[i];
+        v[i] = save + eps;
+        double lp = loss(ctx);
+        v[i] = save - eps;
+        double lm = loss(ctx);
+        v[i] = save;
+        grad[i] = (lp - lm) / ((double)(save + eps) - (double)(save - eps));
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Double-precision references                                              */
+/* ------------------------------------------------------------------------ */
+
+/* The output size PyTorch computes for a convolution. */
+static int64_t conv_out(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+    return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+/* Straight from the definition: a sum over the window, skipping padding. */
+static void conv_ref(const DlrtConv *cv, int64_t n, const double *x, const double *w,
+                     const double *b, double *y) {
+    int64_t cg = cv->c / cv->groups, fg = cv->f / cv->groups;
+    for (int64_t s = 0; s < n; s++)
+        for (int64_t f = 0; f < cv->f; f++)
+            for (int64_t oy = 0; oy < cv->oh; oy++)
+                for (int64_t ox = 0; ox < cv->ow; ox++) {
+                    double sum = b ? b[f] : 0.0;
+                    int64_t g = f / fg;
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t ki = 0; ki < cv->kh; ki++)
+                            for (int64_t kj = 0; kj < cv->kw; kj++) {
+                                int64_t iy = oy * cv->sh - cv->ph + ki * cv->dh;
+                                int64_t ix = ox * cv->sw - cv->pw + kj * cv->dw;
+                                if (iy < 0 || iy >= cv->h || ix < 0 || ix >= cv->w)
+                                    continue;
+                                int64_t c = g * cg + ci;
+                                sum += x[((s * cv->c + c) * cv->h + iy) * cv->w + ix] *
+                                       w[((f * cg + ci) * cv->kh + ki) * cv->kw + kj];
+                            }
+                    y[((s * cv->f + f) * cv->oh + oy) * cv->ow + ox] = sum;
+                }
+}
+
+/* The output size PyTorch computes for pooling, ceil mode included: a last
+ * window that would start in the right padding is dropped. */
+static int64_t pool_out(int64_t in, int64_t k, int64_t s, int64_t p, bool ceil_mode) {
+    int64_t num = in + 2 * p - k + (ceil_mode ? s - 1 : 0);
+    int64_t o = num / s + 1;
+    if (ceil_mode && (o - 1) * s >= in + p)
+        o--;
+    return o;
+}
+
+static DlrtPool make_pool(int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw, int64_t sh,
+                          int64_t sw, int64_t ph, int64_t pw, bool ceil_mode, bool cip) {
+    return (DlrtPool){.c = c, .h = h, .w = w,
+                      .oh = pool_out(h, kh, sh, ph, ceil_mode),
+                      .ow = pool_out(w, kw, sw, pw, ceil_mode),
+                      .kh = kh, .kw = kw, .sh = sh, .sw = sw, .ph = ph, .pw = pw,
+                      .count_include_pad = cip};
+}
+
+/* Pooling by scanning the whole window and classifying each position:
+ * inside the input, inside the padded input, or beyond it. */
+static void pool_ref(const DlrtPool *p, int64_t n, bool max, const double *x, double *y) {
+    for (int64_t pl = 0; pl < n * p->c; pl++)
+        for (int64_t oy = 0; oy < p->oh; oy++)
+            for (int64_t ox = 0; ox < p->ow; ox++) {
+                double best = -INFINITY, sum = 0.0;
+                int64_t inside = 0, padded = 0;
+                for (int64_t ki = 0; ki < p->kh; ki++)
+                    for (int64_t kj = 0; kj < p->kw; kj++) {
+                        int64_t iy = oy * p->sh - p->ph + ki, ix = ox * p->sw - p->pw + kj;
+                        if (iy >= -p->ph && iy < p->h + p->ph && ix >= -p->pw &&
+                            ix < p->w + p->pw)
+                            padded++;
+                        if (iy < 0 || iy >= p->h || ix < 0 || ix >= p->w)
+                            continue;
+                        double v = x[(pl * p->h + iy) * p->w + ix];
+                        inside++;
+                        sum += v;
+                        if (v > best)
+                            best = v;
+                    }
+                double *out = &y[(pl * p->oh + oy) * p->ow + ox];
+                if (max)
+                    *out = best;
+                else
+                    *out = sum / (double)(p->count_include_pad ? padded : inside);
+            }
+}
+
+static void softmax_ref(int64_t outer, int64_t axis, int64_t inner, const double *x,
+                        double *y) {
+    for (int64_t o = 0; o < outer; o++)
+        for (int64_t i = 0; i < inner; i++) {
+            const double *xs = x + o * axis * inner + i;
+            double *ys = y + o * axis * inner + i;
+            double max = -INFINITY, sum = 0.0;
+            for (int64_t a = 0; a < axis; a++)
+                max = fmax(max, xs[a * inner]);
+            for (int64_t a = 0; a < axis; a++)
+                sum += exp(xs[a * inner] - max);
+            for (int64_t a = 0; a < axis; a++)
+                ys[a * inner] = exp(xs[a * inner] - max) / sum;
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hand-checked cases                                                       */
+/* ------------------------------------------------------------------------ */
+
+static void test_conv_by_hand(Tally *t) {
+    /* 1x1: y[f] = sum_c w[f,c] x[c] + b[f], a matmul over the pixels */
+    DlrtConv cv = {.c = 3, .h = 2, .w = 2, .f = 2, .oh = 2, .ow = 2, .kh = 1, .kw = 1,
+                   .sh = 1, .sw = 1, .dh = 1, .dw = 1, .groups = 1};
+    float x[] = {1, 2, 3, 4, 0, 1, 0, 1, 2, 2, 2, 2};
+    float w[] = {1, 2, 3, 4, 5, 6};
+    float b[] = {0.5f, -1.0f};
+    float y[8], work[12];
+    float want[] = {7.5f, 10.5f, 9.5f, 12.5f, 15, 24, 23, 32};
+    CHECK(t, dlrt_conv2d_workspace(&cv, 1) <= 12);
+    dlrt_conv2d_forward(&cv, 1, x, w, b, y, work);
+    CHECK_VALUES(t, "1x1 conv is a matmul", y, want, 8, 0);
+
+    /* 3x3, padding 1, on 1..16: each output sums its neighbourhood */
+    DlrtConv c3 = {.c = 1, .h = 4, .w = 4, .f = 1, .oh = 4, .ow = 4, .kh = 3, .kw = 3,
+                   .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1, .groups = 1};
+    float img[16], ones[9], y3[16], work3[9 * 16];
+    for (int i = 0; i < 16; i++)
+        img[i] = (float)(i + 1);
+    for (int i = 0; i < 9; i++)
+        ones[i] = 1.0f;
+    float sums[] = {14, 24, 30, 22, 33, 54, 63, 45, 57, 90, 99, 69, 46, 72, 78, 54};
+    CHECK(t, dlrt_conv2d_workspace(&c3, 1) <= 9 * 16);
+    dlrt_conv2d_forward(&c3, 1, img, ones, NULL, y3, work3);
+    CHECK_VALUES(t, "3x3 conv sums neighbourhoods", y3, sums, 16, 0);
+
+    /* the same with stride 2 keeps every other output */
+    DlrtConv c3s = c3;
+    c3s.sh = c3s.sw = 2;
+    c3s.oh = c3s.ow = 2;
+    float ys[4], wants[] = {14, 30, 57, 99};
+    dlrt_conv2d_forward(&c3s, 1, img, ones, NULL, ys, work3);
+    CHECK_VALUES(t, "strided 3x3 conv", ys, wants, 4, 0);
+
+    /* cross-correlation, not convolution: a kernel with only its top-left
+     * tap set shifts the image down and right */
+    float corner[9] = {1, 0, 0, 0, 0, 0, 0, 0, 0};
+    float shifted[] = {0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11};
+    dlrt_conv2d_forward(&c3, 1, img, corner, NULL, y3, work3);
+    CHECK_VALUES(t, "conv is a cross-correlation", y3, shifted, 16, 0);
+}
+
+static void test_maxpool_by_hand(Tally *t) {
+    /* ties: the first maximum in row-major order takes the gradient */
+    DlrtPool p = make_pool(1, 4, 4, 2, 2, 2, 2, 0, 0, false, false);
+    float x[] = {1, 1, 0, 3,
+                 1, 1, 3, 0,
+                 -1, -2, 2, 2,
+                 -3, -1, 2, 2};
+    float y[4], dx[16], dy[] = {1, 2, 3, 4};
+    float wanty[] = {1, 3, -1, 2};
+    float wantdx[] = {1, 0, 0, 2,
+                      0, 0, 0, 0,
+                      3, 0, 4, 0,
+                      0, 0, 0, 0};
+    dlrt_maxpool_forward(&p, 1, x, y);
+    CHECK_VALUES(t, "maxpool values", y, wanty, 4, 0);
+    dlrt_maxpool_backward(&p, 1, dy, x, dx);
+    CHECK_VALUES(t, "maxpool ties go to the first maximum", dx, wantdx, 16, 0);
+
+    /* padding never wins, even over negative values */
+    DlrtPool pp = make_pool(1, 3, 3, 3, 3, 1, 1, 1, 1, false, false);
+    float neg[9], yn[9], wantn[9];
+    for (int i = 0; i < 9; i++) {
+        neg[i] = -5.0f - (float)i;
+        wantn[i] = 0; /* filled below */
+    }
+    /* the largest neighbour of each position, padding excluded */
+    for (int oy = 0; oy < 3; oy++)
+        for (int ox = 0; ox < 3; ox++) {
+            int iy = oy > 0 ? oy - 1 : 0, ix = ox > 0 ? ox - 1 : 0;
+            wantn[oy * 3 + ox] = neg[iy * 3 + ix];
+        }
+    dlrt_maxpool_forward(&pp, 1, neg, yn);
+    CHECK_VALUES(t, "padding never wins a max", yn, wantn, 9, 0);
+
+    /* a ceil-mode window hanging over the edge is clipped */
+    DlrtPool pc = make_pool(1, 3, 3, 2, 2, 2, 2, 0, 0, true, false);
+    CHECK(t, pc.oh == 2 && pc.ow == 2);
+    float x3[] = {1, 2, 3, 4, 5, 6, 7, 8, -9}, y3[4], want3[] = {5, 6, 8, -9};
+    dlrt_maxpool_forward(&pc, 1, x3, y3);
+    CHECK_VALUES(t, "ceil-mode maxpool", y3, want3, 4, 0);
+}
+
+static void test_avgpool_by_hand(Tally *t) {
+    float x[16], y[9], dx[16];
+    for (int i = 0; i < 16; i++)
+        x[i] = (float)(i + 1);
+    /* 3x3, stride 2, padding 1 on 1..16 (values from torch.avg_pool2d) */
+    DlrtPool p = make_pool(1, 4, 4, 3, 3, 2, 2, 1, 1, false, true);
+    CHECK(t, p.oh == 2 && p.ow == 2);
+    float in_pad[] = {14.0f / 9, 30.0f / 9, 57.0f / 9, 11};
+    dlrt_avgpool_forward(&p, 1, x, y);
+    CHECK_VALUES(t, "avgpool count_include_pad", y, in_pad, 4, 1e-7);
+    p.count_include_pad = false;
+    float no_pad[] = {3.5f, 5, 9.5f, 11};
+    dlrt_avgpool_forward(&p, 1, x, y);
+    CHECK_VALUES(t, "avgpool without count_include_pad", y, no_pad, 4, 1e-7);
+
+    /* ceil mode: the last windows reach row and column 4 (padding, counted
+     * with count_include_pad) and 5 (beyond the padded input, never
+     * counted) */
+    DlrtPool pc = make_pool(1, 4, 4, 3, 3, 2, 2, 1, 1, true, true);
+    CHECK(t, pc.oh == 3 && pc.ow == 3);
+    float ceil_pad[] = {14.0f / 9, 30.0f / 9, 2, 57.0f / 9, 11, 6, 4.5f, 7.5f, 4};
+    dlrt_avgpool_forward(&pc, 1, x, y);
+    CHECK_VALUES(t, "ceil-mode avgpool count_include_pad", y, ceil_pad, 9, 1e-7);
+    pc.count_include_pad = false;
+    float ceil_nopad[] = {3.5f, 5, 6, 9.5f, 11, 12, 13.5f, 15, 16};
+    dlrt_avgpool_forward(&pc, 1, x, y);
+    CHECK_VALUES(t, "ceil-mode avgpool without count_include_pad", y, ceil_nopad, 9, 1e-7);
+    /* the corner window [3,3] alone takes all its gradient */
+    float dy[9] = {0, 0, 0, 0, 0, 0, 0, 0, 1};
+    dlrt_avgpool_backward(&pc, 1, dy, dx);
+    CHECK(t, dx[15] == 1.0f && dx[10] == 0.0f && dx[0] == 0.0f);
+
+    /* no padding, ceil mode: the last window holds one column, and
+     * count_include_pad does not count the column beyond the input */
+    float x5[25], y5[9];
+    for (int i = 0; i < 25; i++)
+        x5[i] = (float)(i + 1);
+    DlrtPool p5 = make_pool(1, 5, 5, 2, 2, 2, 2, 0, 0, true, true);
+    CHECK(t, p5.oh == 3 && p5.ow == 3);
+    float want5[] = {4, 6, 7.5f, 14, 16, 17.5f, 21.5f, 23.5f, 25};
+    dlrt_avgpool_forward(&p5, 1, x5, y5);
+    CHECK_VALUES(t, "ceil-mode avgpool without padding", y5, want5, 9, 1e-7);
+}
+
+static void test_optimizers_by_hand(Tally *t) {
+    float p = 1.0f, g = 0.5f;
+    dlrt_sgd_update(1, &g, 0.1f, 0.0f, false, 0.0f, &p, NULL);
+    CHECK(t, fabsf(p - 0.95f) < 1e-7f);
+
+    /* momentum from a zeroed buffer: the first step is plain SGD */
+    float pm = 1.0f, buf = 0.0f, one = 1.0f;
+    dlrt_sgd_update(1, &one, 0.1f, 0.9f, false, 0.0f, &pm, &buf);
+    CHECK(t, fabsf(pm - 0.9f) < 1e-6f && buf == 1.0f);
+    dlrt_sgd_update(1, &one, 0.1f, 0.9f, false, 0.0f, &pm, &buf);
+    CHECK(t, fabsf(pm - 0.71f) < 1e-6f && fabsf(buf - 1.9f) < 1e-6f);
+
+    float pn = 1.0f, bn = 0.0f;
+    dlrt_sgd_update(1, &one, 0.1f, 0.9f, true, 0.0f, &pn, &bn);
+    CHECK(t, fabsf(pn - 0.81f) < 1e-6f);
+    dlrt_sgd_update(1, &one, 0.1f, 0.9f, true, 0.0f, &pn, &bn);
+    CHECK(t, fabsf(pn - 0.539f) < 1e-6f);
+
+    float pw = 2.0f, zero = 0.0f;
+    dlrt_sgd_update(1, &zero, 0.5f, 0.0f, false, 0.1f, &pw, NULL);
+    CHECK(t, fabsf(pw - 1.9f) < 1e-6f);
+
+    /* Adam's first step moves each weight by about lr */
+    float pa[2] = {1.0f, 1.0f}, ga[2] = {0.3f, -2.0f}, m[2] = {0, 0}, v[2] = {0, 0};
+    dlrt_adam_update(2, ga, 0.01f, 1, 0.9f, 0.999f, 1e-8f, 0.0f, pa, m, v);
+    CHECK(t, fabsf(pa[0] - 0.99f) < 1e-6f && fabsf(pa[1] - 1.01f) < 1e-6f);
+    CHECK(t, fabsf(m[0] - 0.03f) < 1e-7f && fabsf(v[1] - 0.004f) < 1e-7f);
+    CHECK(t, ga[0] == 0.3f && ga[1] == -2.0f);
+}
+
+/* Multi-step SGD and Adam against the formulas of torch.optim, in double. */
+static void test_optimizers_random(Tally *t, DlrtRng *rng) {
+    enum { N = 37, STEPS = 5 };
+    float p[N], g[N], buf[N], m[N], v[N];
+    double pd[N], bd[N], md[N], vd[N];
+    struct { float lr, mom, wd; bool nesterov; } sgd[] = {
+        {0.1f, 0.0f, 0.0f, false}, {0.05f, 0.9f, 0.0f, false},
+        {0.05f, 0.9f, 0.0f, true}, {0.02f, 0.5f, 0.01f, true}, {0.3f, 0.0f, 0.1f, false}};
+    for (size_t k = 0; k < sizeof sgd / sizeof sgd[0]; k++) {
+        fill_random(rng, p, pd, N);
+        for (int i = 0; i < N; i++)
+            buf[i] = 0.0f, bd[i] = 0.0;
+        for (int s = 0; s < STEPS; s++) {
+            fill_random(rng, g, NULL, N);
+            dlrt_sgd_update(N, g, sgd[k].lr, sgd[k].mom, sgd[k].nesterov, sgd[k].wd, p,
+                            sgd[k].mom != 0.0f ? buf : NULL);
+            for (int i = 0; i < N; i++) {
+                double d = g[i] + (double)sgd[k].wd * pd[i];
+                if (sgd[k].mom != 0.0f) {
+                    bd[i] = (double)sgd[k].mom * bd[i] + d;
+                    d = sgd[k].nesterov ? d + (double)sgd[k].mom * bd[i] : bd[i];
+                }
+                pd[i] -= (double)sgd[k].lr * d;
+            }
+        }
+        CHECK_CLOSE(t, "sgd parameters", p, pd, N, 1e-6);
+        if (sgd[k].mom != 0.0f)
+            CHECK_CLOSE(t, "sgd momentum buffer", buf, bd, N, 1e-6);
+    }
+    struct { float lr, b1, b2, eps, wd; } adam[] = {
+        {0.01f, 0.9f, 0.999f, 1e-8f, 0.0f}, {0.001f, 0.8f, 0.99f, 1e-6f, 0.05f}};
+    for (size_t k = 0; k < sizeof adam / sizeof adam[0]; k++) {
+        fill_random(rng, p, pd, N);
+        for (int i = 0; i < N; i++)
+            m[i] = v[i] = 0.0f, md[i] = vd[i] = 0.0;
+        for (int s = 1; s <= STEPS; s++) {
+            fill_random(rng, g, NULL, N);
+            dlrt_adam_update(N, g, adam[k].lr, s, adam[k].b1, adam[k].b2, adam[k].eps,
+                             adam[k].wd, p, m, v);
+            double b1 = adam[k].b1, b2 = adam[k].b2;
+            for (int i = 0; i < N; i++) {
+                double d = g[i] + (double)adam[k].wd * pd[i];
+                md[i] = b1 * md[i] + (1 - b1) * d;
+                vd[i] = b2 * vd[i] + (1 - b2) * d * d;
+                double mhat = md[i] / (1 - pow(b1, s)), vhat = vd[i] / (1 - pow(b2, s));
+                pd[i] -= (double)adam[k].lr * mhat / (sqrt(vhat) + (double)adam[k].eps);
+            }
+        }
+        CHECK_CLOSE(t, "adam parameters", p, pd, N, 1e-6);
+        CHECK_CLOSE(t, "adam exp_avg", m, md, N, 1e-6);
+        CHECK_CLOSE(t, "adam exp_avg_sq", v, vd, N, 1e-5);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Convolution against the reference and finite differences                 */
+/* ------------------------------------------------------------------------ */
+
+typedef struct ConvCtx {
+    const DlrtConv *cv;
+    int64_t n;
+    double *x, *w, *b, *dy, *y;      /* the reference's inputs and output */
+    float *xf, *wf, *dyf, *yf, *work; /* the kernel's */
+} ConvCtx;
+
+static double conv_loss_ref(void *ctx) {
+    ConvCtx *c = ctx;
+    conv_ref(c->cv, c->n, c->x, c->w, c->b, c->y);
+    return dot(c->dy, c->y, c->n * c->cv->f * c->cv->oh * c->cv->ow);
+}
+
+static double conv_loss_f32(void *ctx) {
+    ConvCtx *c = ctx;
+    int64_t ny = c->n * c->cv->f * c->cv->oh * c->cv->ow;
+    dlrt_conv2d_forward(c->cv, c->n, c->xf, c->wf, NULL, c->yf, c->work);
+    double s = 0.0;
+    for (int64_t i = 0; i < ny; i++)
+        s += c->dy[i] * c->yf[i];
+    return s;
+}
+
+static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t h, int64_t w,
+                           int64_t f, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                           int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t groups) {
+    DlrtConv cv = {.c = c, .h = h, .w = w, .f = f, .kh = kh, .kw = kw, .sh = sh, .sw = sw,
+                   .ph = ph, .pw = pw, .dh = dh, .dw = dw, .groups = groups};
+    cv.oh = conv_out(h, kh, sh, ph, dh);
+    cv.ow = conv_out(w, kw, sw, pw, dw);
+    int64_t nx = n * c * h * w, nw = f * (c / groups) * kh * kw, ny = n * f * cv.oh * cv.ow;
+    ConvCtx ctx = {.cv = &cv, .n = n};
+    ctx.xf = falloc(nx), ctx.wf = falloc(nw), ctx.dyf = falloc(ny), ctx.yf = falloc(ny);
+    ctx.x = dalloc(nx), ctx.w = dalloc(nw), ctx.b = dalloc(f), ctx.dy = dalloc(ny);
+    ctx.y = dalloc(ny);
+    ctx.work = falloc(dlrt_conv2d_workspace(&cv, n));
+    float *bf = falloc(f), *dx = falloc(nx), *dwt = falloc(nw), *db = falloc(f);
+    double *want = dalloc(nx > nw ? nx : nw);
+    fill_random(rng, ctx.xf, ctx.x, nx);
+    fill_random(rng, ctx.wf, ctx.w, nw);
+    fill_random(rng, bf, ctx.b, f);
+    fill_random(rng, ctx.dyf, ctx.dy, ny);
+    char what[160];
+    int len = snprintf(what, sizeof what,
+                       "conv n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " f%" PRId64
+                       " k%" PRId64 "x%" PRId64 " s%" PRId64 ",%" PRId64 " p%" PRId64
+                       ",%" PRId64 " d%" PRId64 ",%" PRId64 " g%" PRId64 ": ",
+                       n, c, h, w, f, kh, kw, sh, sw, ph, pw, dh, dw, groups);
+    char *tail = what + len;
+    size_t room = sizeof what - (size_t)len;
+
+    dlrt_conv2d_forward(&cv, n, ctx.xf, ctx.wf, bf, ctx.yf, ctx.work);
+    conv_ref(&cv, n, ctx.x, ctx.w, ctx.b, ctx.y);
+    snprintf(tail, room, "forward");
+    CHECK_CLOSE(t, what, ctx.yf, ctx.y, ny, 1e-5);
+
+    double *b = ctx.b;
+    ctx.b = NULL;
+    dlrt_conv2d_backward_input(&cv, n, ctx.dyf, ctx.wf, dx, ctx.work);
+    fd_grad(conv_loss_ref, &ctx, ctx.x, nx, 1e-3, want);
+    snprintf(tail, room, "backward input vs double differences");
+    CHECK_CLOSE(t, what, dx, want, nx, 1e-4);
+    fd_grad_f32(conv_loss_f32, &ctx, ctx.xf, nx, 0.5f, want);
+    snprintf(tail, room, "backward input vs f32 differences");
+    CHECK_CLOSE(t, what, dx, want, nx, 1e-3);
+
+    dlrt_conv2d_backward_weight(&cv, n, ctx.dyf, ctx.xf, dwt, ctx.work);
+    fd_grad(conv_loss_ref, &ctx, ctx.w, nw, 1e-3, want);
+    snprintf(tail, room, "backward weight vs double differences");
+    CHECK_CLOSE(t, what, dwt, want, nw, 1e-4);
+    fd_grad_f32(conv_loss_f32, &ctx, ctx.wf, nw, 0.5f, want);
+    snprintf(tail, room, "backward weight vs f32 differences");
+    CHECK_CLOSE(t, what, dwt, want, nw, 1e-3);
+
+    ctx.b = b;
+    dlrt_bias_backward(n, f, cv.oh * cv.ow, ctx.dyf, db);
+    fd_grad(conv_loss_ref, &ctx, ctx.b, f, 1e-3, want);
+    snprintf(tail, room, "bias backward vs double differences");
+    CHECK_CLOSE(t, what, db, want, f, 1e-4);
+
+    free(ctx.xf), free(ctx.wf), free(ctx.dyf), free(ctx.yf), free(ctx.work);
+    free(ctx.x), free(ctx.w), free(ctx.b), free(ctx.dy), free(ctx.y);
+    free(bf), free(dx), free(dwt), free(db), free(want);
+}
+
+static void test_conv(Tally *t, DlrtRng *rng) {
+    /*                      n  c  h  w  f  kh kw sh sw ph pw dh dw groups */
+    test_conv_case(t, rng, 1, 3, 5, 5, 2, 1, 1, 1, 1, 0, 0, 1, 1, 1); /* pointwise */
+    test_conv_case(t, rng, 2, 4, 3, 3, 6, 1, 1, 1, 1, 0, 0, 1, 1, 2); /* pointwise, groups */
+    test_conv_case(t, rng, 2, 3, 5, 6, 4, 1, 1, 2, 2, 0, 0, 1, 1, 1); /* 1x1 strided */
+    test_conv_case(t, rng, 1, 2, 4, 4, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1); /* 1x1 padded */
+    test_conv_case(t, rng, 2, 2, 6, 5, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+    test_conv_case(t, rng, 1, 4, 7, 7, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2); /* groups 2 */
+    test_conv_case(t, rng, 2, 4, 7, 6, 4, 3, 3, 1, 1, 2, 2, 2, 2, 4); /* depthwise, dilated */
+    test_conv_case(t, rng, 2, 2, 5, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 2); /* channel multiplier 2 */
+    test_conv_case(t, rng, 3, 2, 7, 9, 4, 3, 5, 2, 1, 1, 2, 1, 2, 2); /* rectangular */
+    test_conv_case(t, rng, 1, 1, 5, 5, 2, 5, 5, 1, 1, 2, 2, 1, 1, 1); /* 5x5 */
+    test_conv_case(t, rng, 2, 6, 5, 4, 3, 2, 3, 1, 2, 0, 1, 2, 1, 3); /* groups 3 */
+    test_conv_case(t, rng, 1, 2, 2, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1); /* kernel > input */
+    test_conv_case(t, rng, 3, 3, 9, 7, 2, 5, 3, 2, 2, 2, 1, 1, 1, 1); /* odd sizes */
+    test_conv_case(t, rng, 1, 1, 6, 6, 1, 3, 3, 3, 3, 0, 0, 1, 1, 1); /* stride = kernel */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dense and bias                                                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct DenseCtx {
+    int64_t n, in, out;
+    double *x, *w, *b, *dy;
+} DenseCtx;
+
+static double dense_loss_ref(void *ctx) {
+    DenseCtx *c = ctx;
+    double s = 0.0;
+    for (int64_t i = 0; i < c->n; i++)
+        for (int64_t o = 0; o < c->out; o++)
+            s += c->dy[i * c->out + o] * (c->b[o] + dot(c->x + i * c->in, c->w + o * c->in, c->in));
+    return s;
+}
+
+static void test_dense_case(Tally *t, DlrtRng *rng, int64_t n, int64_t in, int64_t out) {
+    DenseCtx ctx = {.n = n, .in = in, .out = out};
+    float *x = falloc(n * in), *w = falloc(out * in), *b = falloc(out), *dy = falloc(n * out);
+    float *y = falloc(n * out), *dx = falloc(n * in), *dw = falloc(out * in), *db = falloc(out);
+    ctx.x = dalloc(n * in), ctx.w = dalloc(out * in), ctx.b = dalloc(out);
+    ctx.dy = dalloc(n * out);
+    double *want = dalloc(n * out + n * in + out * in);
+    fill_random(rng, x, ctx.x, n * in);
+    fill_random(rng, w, ctx.w, out * in);
+    fill_random(rng, b, ctx.b, out);
+    fill_random(rng, dy, ctx.dy, n * out);
+
+    dlrt_dense_forward(n, in, out, x, w, b, y);
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t o = 0; o < out; o++)
+            want[i * out + o] = ctx.b[o] + dot(ctx.x + i * in, ctx.w + o * in, in);
+    CHECK_CLOSE(t, "dense forward", y, want, n * out, 1e-5);
+    dlrt_dense_forward(n, in, out, x, w, NULL, y);
+    for (int64_t i = 0; i < n * out; i++)
+        want[i] -= ctx.b[i % out];
+    CHECK_CLOSE(t, "dense forward without bias", y, want, n * out, 1e-5);
+
+    dlrt_dense_backward_input(n, in, out, dy, w, dx);
+    fd_grad(dense_loss_ref, &ctx, ctx.x, n * in, 1e-3, want);
+    CHECK_CLOSE(t, "dense backward input", dx, want, n * in, 1e-4);
+    dlrt_dense_backward_weight(n, in, out, dy, x, dw);
+    fd_grad(dense_loss_ref, &ctx, ctx.w, out * in, 1e-3, want);
+    CHECK_CLOSE(t, "dense backward weight", dw, want, out * in, 1e-4);
+    dlrt_bias_backward(n, out, 1, dy, db);
+    fd_grad(dense_loss_ref, &ctx, ctx.b, out, 1e-3, want);
+    CHECK_CLOSE(t, "dense bias backward", db, want, out, 1e-4);
+
+    free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db);
+    free(ctx.x), free(ctx.w), free(ctx.b), free(ctx.dy), free(want);
+}
+
+static void test_dense(Tally *t, DlrtRng *rng) {
+    test_dense_case(t, rng, 1, 5, 3);
+    test_dense_case(t, rng, 4, 7, 9);
+    test_dense_case(t, rng, 3, 1, 1);
+    test_dense_case(t, rng, 2, 33, 17);
+
+    /* an empty batch: dw and db are sums over nothing */
+    float dw[6], db[3], x[1] = {0}, dy[1] = {0}, wt[6] = {1, 2, 3, 4, 5, 6}, y[1];
+    float zeros[6] = {0};
+    dlrt_dense_backward_weight(0, 2, 3, dy, x, dw);
+    CHECK_VALUES(t, "dense backward weight, empty batch", dw, zeros, 6, 0);
+    dlrt_bias_backward(0, 3, 1, dy, db);
+    CHECK_VALUES(t, "bias backward, empty batch", db, zeros, 3, 0);
+    dlrt_dense_forward(0, 2, 3, x, wt, NULL, y);
+    CHECK(t, true); /* reached without a BLAS complaint */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Pooling                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct PoolCtx {
+    const DlrtPool *p;
+    int64_t n;
+    bool max;
+    double *x, *dy, *y;
+} PoolCtx;
+
+static double pool_loss_ref(void *ctx) {
+    PoolCtx *c = ctx;
+    pool_ref(c->p, c->n, c->max, c->x, c->y);
+    return dot(c->dy, c->y, c->n * c->p->c * c->p->oh * c->p->ow);
+}
+
+static void test_pool_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t h, int64_t w,
+                           int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                           int64_t pw, bool ceil_mode) {
+    for (int kind = 0; kind < 3; kind++) {
+        bool max = kind == 0, cip = kind == 1;
+        DlrtPool p = make_pool(c, h, w, kh, kw, sh, sw, ph, pw, ceil_mode, cip);
+        int64_t nx = n * c * h * w, ny = n * c * p.oh * p.ow;
+        PoolCtx ctx = {.p = &p, .n = n, .max = max};
+        float *x = falloc(nx), *dy = falloc(ny), *y = falloc(ny), *dx = falloc(nx);
+        ctx.x = dalloc(nx), ctx.dy = dalloc(ny), ctx.y = dalloc(ny);
+        double *want = dalloc(nx);
+        fill_random(rng, x, ctx.x, nx);
+        fill_random(rng, dy, ctx.dy, ny);
+        char what[160];
+        int len = snprintf(what, sizeof what,
+                           "%s n%" PRId64 " %" PRId64 "x%" PRId64 " k%" PRId64 "x%" PRId64
+                           " s%" PRId64 ",%" PRId64 " p%" PRId64 ",%" PRId64 "%s: ",
+                           max ? "maxpool" : cip ? "avgpool(count_include_pad)" : "avgpool",
+                           n, h, w, kh, kw, sh, sw, ph, pw, ceil_mode ? " ceil" : "");
+        char *tail = what + len;
+        size_t room = sizeof what - (size_t)len;
+        if (max)
+            dlrt_maxpool_forward(&p, n, x, y);
+        else
+            dlrt_avgpool_forward(&p, n, x, y);
+        pool_ref(&p, n, max, ctx.x, ctx.y);
+        snprintf(tail, room, "forward");
+        CHECK_CLOSE(t, what, y, ctx.y, ny, 1e-6);
+        if (max)
+            dlrt_maxpool_backward(&p, n, dy, x, dx);
+        else
+            dlrt_avgpool_backward(&p, n, dy, dx);
+        /* a small step: no perturbation changes which value is largest */
+        fd_grad(pool_loss_ref, &ctx, ctx.x, nx, 1e-7, want);
+        snprintf(tail, room, "backward");
+        CHECK_CLOSE(t, what, dx, want, nx, 1e-4);
+        free(x), free(dy), free(y), free(dx), free(ctx.x), free(ctx.dy), free(ctx.y);
+        free(want);
+    }
+}
+
+static void test_pool(Tally *t, DlrtRng *rng) {
+    /*                      n  c  h  w  kh kw sh sw ph pw ceil */
+    test_pool_case(t, rng, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0, false);
+    test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, false);
+    test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, true);
+    test_pool_case(t, rng, 1, 2, 6, 5, 3, 2, 2, 1, 1, 0, true);
+    test_pool_case(t, rng, 3, 1, 5, 5, 2, 2, 2, 2, 0, 0, true);
+    test_pool_case(t, rng, 1, 2, 7, 8, 3, 3, 3, 3, 1, 1, true);
+    test_pool_case(t, rng, 2, 1, 3, 3, 1, 1, 1, 1, 0, 0, false);
+    test_pool_case(t, rng, 1, 2, 6, 6, 4, 4, 3, 3, 2, 2, true);
+    test_pool_case(t, rng, 2, 2, 7, 6, 3, 2, 1, 2, 1, 1, false);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Elementwise, global pooling, softmax, copies                              */
+/* ------------------------------------------------------------------------ */
+
+typedef struct ActCtx {
+    int kind; /* 0 relu, 1 sigmoid, 2 tanh, 3 global average pooling */
+    int64_t count, hw;
+    double *x, *dy;
+} ActCtx;
+
+static double act_ref(int kind, double x) {
+    return kind == 0 ? (x > 0 ? x : 0) : kind == 1 ? 1 / (1 + exp(-x)) : tanh(x);
+}
+
+static double act_loss_ref(void *ctx) {
+    ActCtx *c = ctx;
+    double s = 0.0;
+    if (c->kind == 3) {
+        for (int64_t i = 0; i < c->count / c->hw; i++) {
+            double sum = 0.0;
+            for (int64_t j = 0; j < c->hw; j++)
+                sum += c->x[i * c->hw + j];
+            s += c->dy[i] * sum / (double)c->hw;
+        }
+        return s;
+    }
+    for (int64_t i = 0; i < c->count; i++)
+        s += c->dy[i] * act_ref(c->kind, c->x[i]);
+    return s;
+}
+
+static void test_activations(Tally *t, DlrtRng *rng) {
+    enum { N = 50 };
+    static const char *names[] = {"relu", "sigmoid", "tanh"};
+    float x[N], dy[N], y[N], dx[N];
+    double xd[N], dyd[N], want[N];
+    for (int kind = 0; kind < 3; kind++) {
+        fill_random(rng, x, xd, N);
+        for (int i = 0; i < N; i++) {
+            x[i] *= 4.0f, xd[i] = x[i];
+            if (kind == 0 && fabsf(x[i]) < 1e-3f) /* keep away from the kink */
+                x[i] = xd[i] = 0.5;
+        }
+        fill_random(rng, dy, dyd, N);
+        ActCtx ctx = {.kind = kind, .count = N, .x = xd, .dy = dyd};
+        void (*fwd[])(int64_t, const float *, float *) = {
+            dlrt_relu_forward, dlrt_sigmoid_forward, dlrt_tanh_forward};
+        void (*bwd[])(int64_t, const float *, const float *, float *) = {
+            dlrt_relu_backward, dlrt_sigmoid_backward, dlrt_tanh_backward};
+        fwd[kind](N, x, y);
+        for (int i = 0; i < N; i++)
+            want[i] = act_ref(kind, xd[i]);
+        CHECK_CLOSE(t, names[kind], y, want, N, 1e-6);
+        bwd[kind](N, dy, y, dx);
+        fd_grad(act_loss_ref, &ctx, xd, N, 1e-5, want);
+        CHECK_CLOSE(t, names[kind], dx, want, N, 1e-5);
+    }
+    /* the limits: no NaN from exp overflowing */
+    float big[] = {-1000.0f, 1000.0f, 0.0f}, yb[3];
+    dlrt_sigmoid_forward(3, big, yb);
+    CHECK(t, yb[0] == 0.0f && yb[1] == 1.0f && yb[2] == 0.5f);
+    dlrt_tanh_forward(3, big, yb);
+    CHECK(t, yb[0] == -1.0f && yb[1] == 1.0f && yb[2] == 0.0f);
+    float r[] = {-1.0f, 0.0f, 2.0f}, g[] = {5, 6, 7}, wantr[] = {0, 0, 7};
+    dlrt_relu_forward(3, r, yb);
+    dlrt_relu_backward(3, g, yb, dx);
+    CHECK_VALUES(t, "relu backward at 0 and below", dx, wantr, 3, 0);
+
+    /* add, in place and not */
+    float a[] = {1, 2, 3}, b[] = {10, 20, 30}, s[3], wants[] = {11, 22, 33};
+    dlrt_add(3, a, b, s);
+    CHECK_VALUES(t, "add", s, wants, 3, 0);
+    dlrt_add(3, a, b, a);
+    CHECK_VALUES(t, "add into a", a, wants, 3, 0);
+    dlrt_add(3, s, b, b);
+    float wantb[] = {21, 42, 63};
+    CHECK_VALUES(t, "add into b", b, wantb, 3, 0);
+}
+
+static void test_globalavgpool(Tally *t, DlrtRng *rng) {
+    enum { NB = 2, C = 3, HW = 7 };
+    float x[NB * C * HW], dy[NB * C], y[NB * C], dx[NB * C * HW];
+    double xd[NB * C * HW], dyd[NB * C], want[NB * C * HW];
+    fill_random(rng, x, xd, NB * C * HW);
+    fill_random(rng, dy, dyd, NB * C);
+    dlrt_globalavgpool_forward(NB, C, HW, x, y);
+    for (int i = 0; i < NB * C; i++) {
+        want[i] = 0;
+        for (int j = 0; j < HW; j++)
+            want[i] += xd[i * HW + j] / HW;
+    }
+    CHECK_CLOSE(t, "globalavgpool forward", y, want, NB * C, 1e-6);
+    ActCtx ctx = {.kind = 3, .count = NB * C * HW, .hw = HW, .x = xd, .dy = dyd};
+    dlrt_globalavgpool_backward(NB, C, HW, dy, dx);
+    fd_grad(act_loss_ref, &ctx, xd, NB * C * HW, 1e-3, want);
+    CHECK_CLOSE(t, "globalavgpool backward", dx, want, NB * C * HW, 1e-5);
+}
+
+typedef struct SoftmaxCtx {
+    int64_t outer, axis, inner;
+    double *x, *dy, *y;
+} SoftmaxCtx;
+
+static double softmax_loss_ref(void *ctx) {
+    SoftmaxCtx *c = ctx;
+    softmax_ref(c->outer, c->axis, c->inner, c->x, c->y);
+    return dot(c->dy, c->y, c->outer * c->axis * c->inner);
+}
+
+static void test_softmax(Tally *t, DlrtRng *rng) {
+    int64_t shapes[][3] = {{3, 5, 1}, {2, 4, 3}, {1, 1, 4}, {4, 10, 2}};
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        int64_t outer = shapes[k][0], axis = shapes[k][1], inner = shapes[k][2];
+        int64_t count = outer * axis * inner;
+        SoftmaxCtx ctx = {.outer = outer, .axis = axis, .inner = inner};
+        float *x = falloc(count), *dy = falloc(count), *y = falloc(count), *dx = falloc(count);
+        ctx.x = dalloc(count), ctx.dy = dalloc(count), ctx.y = dalloc(count);
+        double *want = dalloc(count);
+        fill_random(rng, x, NULL, count);
+        for (int64_t i = 0; i < count; i++)
+            x[i] *= 3.0f;
+        to_double(x, ctx.x, count);
+        fill_random(rng, dy, ctx.dy, count);
+        dlrt_softmax_forward(outer, axis, inner, x, y);
+        softmax_ref(outer, axis, inner, ctx.x, want);
+        CHECK_CLOSE(t, "softmax forward", y, want, count, 1e-6);
+        dlrt_softmax_backward(outer, axis, inner, dy, y, dx);
+        fd_grad(softmax_loss_ref, &ctx, ctx.x, count, 1e-5, want);
+        CHECK_CLOSE(t, "softmax backward", dx, want, count, 1e-5);
+        free(x), free(dy), free(y), free(dx), free(ctx.x), free(ctx.dy), free(ctx.y);
+        free(want);
+    }
+    /* huge logits: the largest is subtracted before exp */
+    float big[] = {1e4f, 1e4f - 1.0f, -1e30f}, y[3];
+    double want[3] = {1 / (1 + exp(-1.0)), exp(-1.0) / (1 + exp(-1.0)), 0};
+    dlrt_softmax_forward(1, 3, 1, big, y);
+    CHECK_CLOSE(t, "softmax of huge logits", y, want, 3, 1e-6);
+}
+
+static void test_copy_rows(Tally *t) {
+    /* concat of [2,2] and [2,3] into [2,5], then slice it back */
+    float a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8, 9, 10}, y[10], a2[4], b2[6];
+    dlrt_copy_rows(2, 2, a, 2, 0, y, 5, 0);
+    dlrt_copy_rows(2, 3, b, 3, 0, y, 5, 2);
+    float want[] = {1, 2, 5, 6, 7, 3, 4, 8, 9, 10};
+    CHECK_VALUES(t, "concat", y, want, 10, 0);
+    dlrt_copy_rows(2, 2, y, 5, 0, a2, 2, 0);
+    dlrt_copy_rows(2, 3, y, 5, 2, b2, 3, 0);
+    CHECK_VALUES(t, "slice a", a2, a, 4, 0);
+    CHECK_VALUES(t, "slice b", b2, b, 6, 0);
+}
+
+static int run_unit_tests(void) {
+    Tally t = {0};
+    DlrtRng rng;
+    dlrt_rng_seed(&rng, 20240601);
+    test_conv_by_hand(&t);
+    test_maxpool_by_hand(&t);
+    test_avgpool_by_hand(&t);
+    test_optimizers_by_hand(&t);
+    test_optimizers_random(&t, &rng);
+    test_conv(&t, &rng);
+    test_dense(&t, &rng);
+    test_pool(&t, &rng);
+    test_activations(&t, &rng);
+    test_globalavgpool(&t, &rng);
+    test_softmax(&t, &rng);
+    test_copy_rows(&t);
+    printf("%d passed, %d failed\n", t.passed, t.failed);
+    return t.failed ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The run mode                                                             */
+/* ------------------------------------------------------------------------ */
+
+#define MAX_PARAMS 32
+#define MAX_ARRAYS 24
+
+typedef struct Array {
+    char name[32];
+    int64_t count;
+    float *data;
+} Array;
+
+/* One case of a SPEC file and its outputs. */
+typedef struct Case {
+    char label[64];
+    char op[32];
+    int nparams;
+    char keys[MAX_PARAMS][32];
+    double values[MAX_PARAMS];
+    int nin;
+    Array in[MAX_ARRAYS];
+    int nout;
+    Array out[MAX_ARRAYS];
+    char error[256]; /* the first problem with the case, or "" */
+} Case;
+
+static void case_error(Case *c, const char *what, const char *name) {
+    if (!c->error[0])
+        snprintf(c->error, sizeof c->error, "%s '%s'", what, name);
+}
+
+/* An integer parameter; a missing one is an error (and 1, to keep sizes
+ * sane until the error is reported). */
+static int64_t iparam(Case *c, const char *key) {
+    for (int i = 0; i < c->nparams; i++)
+        if (strcmp(c->keys[i], key) == 0)
+            return (int64_t)c->values[i];
+    case_error(c, "missing parameter", key);
+    return 1;
+}
+
+static float fparam(Case *c, const char *key) {
+    for (int i = 0; i < c->nparams; i++)
+        if (strcmp(c->keys[i], key) == 0)
+            return (float)c->values[i];
+    case_error(c, "missing parameter", key);
+    return 0.0f;
+}
+
+static bool has_input(const Case *c, const char *name) {
+    for (int i = 0; i < c->nin; i++)
+        if (strcmp(c->in[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+/* An input array of count values; missing or of another size is an error
+ * (and a zeroed buffer, so that the kernels still run safely). */
+static float *input(Case *c, const char *name, int64_t count) {
+    for (int i = 0; i < c->nin; i++)
+        if (strcmp(c->in[i].name, name) == 0) {
+            if (c->in[i].count == count)
+                return c->in[i].data;
+            case_error(c, "wrong size of input", name);
+        }
+    case_error(c, "missing input", name);
+    if (c->nout >= MAX_ARRAYS) /* reuse the last output slot as scratch */
+        c->nout--;
+    Array *a = &c->out[c->nout++];
+    snprintf(a->name, sizeof a->name, "%s", "?");
+    a->count = count;
+    a->data = calloc((size_t)(count > 0 ? count : 1), sizeof *a->data);
+    if (!a->data)
+        exit(2);
+    return a->data;
+}
+
+/* A fresh, NaN-poisoned output array. */
+static float *output(Case *c, const char *name, int64_t count) {
+    if (c->nout >= MAX_ARRAYS) {
+        case_error(c, "too many outputs at", name);
+        c->nout--;
+        free(c->out[c->nout].data);
+    }
+    Array *a = &c->out[c->nout++];
+    snprintf(a->name, sizeof a->name, "%s", name);
+    a->count = count;
+    a->data = falloc(count);
+    return a->data;
+}
+
+static float *copy_of(Case *c, const char *out_name, const float *src, int64_t count) {
+    float *p = output(c, out_name, count);
+    memcpy(p, src, (size_t)count * sizeof *p);
+    return p;
+}
+
+/* Runs one case.  The ops, their parameters, inputs -> outputs:
+ *   conv2d   n c h w f oh ow kh kw sh sw ph pw dh dw groups; x w [b] dy
+ *            -> y dx dw db (y with b when given; db from bias_backward)
+ *   dense    n in out; x w [b] dy -> y dx dw db
+ *   relu, sigmoid, tanh   count; x dy -> y dx
+ *   maxpool, avgpool      n c h w oh ow kh kw sh sw ph pw count_include_pad;
+ *            x dy -> y dx
+ *   globalavgpool         n c hw; x dy -> y dx
+ *   softmax  outer axis inner; x dy -> y dx
+ *   concat   outer parts len0 len1 ...; in0 in1 ... dy -> y d0 d1 ...
+ *            (copy_rows into [outer, sum len] and back out of dy)
+ *   add      count; a b -> y y_in_a y_in_b (the last two written in place)
+ *   sgd      count steps lr momentum nesterov weight_decay; p g0 g1 ...
+ *            -> p [momentum_buffer]
+ *   adam     count steps lr beta1 beta2 eps weight_decay; p g0 g1 ...
+ *            -> p exp_avg exp_avg_sq (steps counted from 1) */
+static void run_case(Case *c) {
+    const char *op = c->op;
+    if (strcmp(op, "conv2d") == 0) {
+        DlrtConv cv = {.c = iparam(c, "c"), .h = iparam(c, "h"), .w = iparam(c, "w"),
+                       .f = iparam(c, "f"), .oh = iparam(c, "oh"), .ow = iparam(c, "ow"),
+                       .kh = iparam(c, "kh"), .kw = iparam(c, "kw"), .sh = iparam(c, "sh"),
+                       .sw = iparam(c, "sw"), .ph = iparam(c, "ph"), .pw = iparam(c, "pw"),
+                       .dh = iparam(c, "dh"), .dw = iparam(c, "dw"),
+                       .groups = iparam(c, "groups")};
+        int64_t n = iparam(c, "n");
+        if (cv.groups <= 0 || cv.c % cv.groups || cv.f % cv.groups) {
+            case_error(c, "bad groups for", c->label);
+            return;
+        }
+        int64_t nx = n * cv.c * cv.h * cv.w, ny = n * cv.f * cv.oh * cv.ow;
+        int64_t nw = cv.f * (cv.c / cv.groups) * cv.kh * cv.kw;
+        const float *x = input(c, "x", nx), *w = input(c, "w", nw), *dy = input(c, "dy", ny);
+        const float *b = has_input(c, "b") ? input(c, "b", cv.f) : NULL;
+        float *work = falloc(dlrt_conv2d_workspace(&cv, n));
+        if (!c->error[0]) {
+            dlrt_conv2d_forward(&cv, n, x, w, b, output(c, "y", ny), work);
+            dlrt_conv2d_backward_input(&cv, n, dy, w, output(c, "dx", nx), work);
+            dlrt_conv2d_backward_weight(&cv, n, dy, x, output(c, "dw", nw), work);
+            dlrt_bias_backward(n, cv.f, cv.oh * cv.ow, dy, output(c, "db", cv.f));
+        }
+        free(work);
+    } else if (strcmp(op, "dense") == 0) {
+        int64_t n = iparam(c, "n"), in = iparam(c, "in"), out = iparam(c, "out");
+        const float *x = input(c, "x", n * in), *w = input(c, "w", out * in);
+        const float *dy = input(c, "dy", n * out);
+        const float *b = has_input(c, "b") ? input(c, "b", out) : NULL;
+        if (!c->error[0]) {
+            dlrt_dense_forward(n, in, out, x, w, b, output(c, "y", n * out));
+            dlrt_dense_backward_input(n, in, out, dy, w, output(c, "dx", n * in));
+            dlrt_dense_backward_weight(n, in, out, dy, x, output(c, "dw", out * in));
+            dlrt_bias_backward(n, out, 1, dy, output(c, "db", out));
+        }
+    } else if (strcmp(op, "relu") == 0 || strcmp(op, "sigmoid") == 0 ||
+               strcmp(op, "tanh") == 0) {
+        int64_t count = iparam(c, "count");
+        const float *x = input(c, "x", count), *dy = input(c, "dy", count);
+        if (c->error[0])
+            return;
+        float *y = output(c, "y", count), *dx = output(c, "dx", count);
+        if (op[0] == 'r') {
+            dlrt_relu_forward(count, x, y);
+            dlrt_relu_backward(count, dy, y, dx);
+        } else if (op[0] == 's') {
+            dlrt_sigmoid_forward(count, x, y);
+            dlrt_sigmoid_backward(count, dy, y, dx);
+        } else {
+            dlrt_tanh_forward(count, x, y);
+            dlrt_tanh_backward(count, dy, y, dx);
+        }
+    } else if (strcmp(op, "maxpool") == 0 || strcmp(op, "avgpool") == 0) {
+        DlrtPool p = {.c = iparam(c, "c"), .h = iparam(c, "h"), .w = iparam(c, "w"),
+                      .oh = iparam(c, "oh"), .ow = iparam(c, "ow"), .kh = iparam(c, "kh"),
+                      .kw = iparam(c, "kw"), .sh = iparam(c, "sh"), .sw = iparam(c, "sw"),
+                      .ph = iparam(c, "ph"), .pw = iparam(c, "pw"),
+                      .count_include_pad = iparam(c, "count_include_pad") != 0};
+        int64_t n = iparam(c, "n"), nx = n * p.c * p.h * p.w, ny = n * p.c * p.oh * p.ow;
+        const float *x = input(c, "x", nx), *dy = input(c, "dy", ny);
+        if (c->error[0])
+            return;
+        float *y = output(c, "y", ny), *dx = output(c, "dx", nx);
+        if (op[0] == 'm') {
+            dlrt_maxpool_forward(&p, n, x, y);
+            dlrt_maxpool_backward(&p, n, dy, x, dx);
+        } else {
+            dlrt_avgpool_forward(&p, n, x, y);
+            dlrt_avgpool_backward(&p, n, dy, dx);
+        }
+    } else if (strcmp(op, "globalavgpool") == 0) {
+        int64_t n = iparam(c, "n"), ch = iparam(c, "c"), hw = iparam(c, "hw");
+        const float *x = input(c, "x", n * ch * hw), *dy = input(c, "dy", n * ch);
+        if (c->error[0])
+            return;
+        dlrt_globalavgpool_forward(n, ch, hw, x, output(c, "y", n * ch));
+        dlrt_globalavgpool_backward(n, ch, hw, dy, output(c, "dx", n * ch * hw));
+    } else if (strcmp(op, "softmax") == 0) {
+        int64_t outer = iparam(c, "outer"), axis = iparam(c, "axis"), inner = iparam(c, "inner");
+        int64_t count = outer * axis * inner;
+        const float *x = input(c, "x", count), *dy = input(c, "dy", count);
+        if (c->error[0])
+            return;
+        float *y = output(c, "y", count);
+        dlrt_softmax_forward(outer, axis, inner, x, y);
+        dlrt_softmax_backward(outer, axis, inner, dy, y, output(c, "dx", count));
+    } else if (strcmp(op, "concat") == 0) {
+        int64_t outer = iparam(c, "outer"), parts = iparam(c, "parts"), total = 0;
+        int64_t lens[MAX_ARRAYS / 2];
+        if (parts < 1 || parts > MAX_ARRAYS / 2) {
+            case_error(c, "bad number of parts in", c->label);
+            return;
+        }
+        char name[32];
+        for (int64_t i = 0; i < parts; i++) {
+            snprintf(name, sizeof name, "len%" PRId64, i);
+            lens[i] = iparam(c, name);
+            total += lens[i];
+        }
+        const float *dy = input(c, "dy", outer * total);
+        const float *in[MAX_ARRAYS / 2];
+        for (int64_t i = 0; i < parts; i++) {
+            snprintf(name, sizeof name, "in%" PRId64, i);
+            in[i] = input(c, name, outer * lens[i]);
+        }
+        if (c->error[0])
+            return;
+        float *y = output(c, "y", outer * total);
+        for (int64_t i = 0, off = 0; i < parts; off += lens[i], i++)
+            dlrt_copy_rows(outer, lens[i], in[i], lens[i], 0, y, total, off);
+        for (int64_t i = 0, off = 0; i < parts; off += lens[i], i++) {
+            snprintf(name, sizeof name, "d%" PRId64, i);
+            dlrt_copy_rows(outer, lens[i], dy, total, off, output(c, name, outer * lens[i]),
+                           lens[i], 0);
+        }
+    } else if (strcmp(op, "add") == 0) {
+        int64_t count = iparam(c, "count");
+        const float *a = input(c, "a", count), *b = input(c, "b", count);
+        if (c->error[0])
+            return;
+        dlrt_add(count, a, b, output(c, "y", count));
+        float *ya = copy_of(c, "y_in_a", a, count);
+        dlrt_add(count, ya, b, ya);
+        float *yb = copy_of(c, "y_in_b", b, count);
+        dlrt_add(count, a, yb, yb);
+    } else if (strcmp(op, "sgd") == 0 || strcmp(op, "adam") == 0) {
+        int64_t count = iparam(c, "count"), steps = iparam(c, "steps");
+        bool adam = op[0] == 'a';
+        float lr = fparam(c, "lr"), wd = fparam(c, "weight_decay");
+        float momentum = adam ? 0.0f : fparam(c, "momentum");
+        bool nesterov = adam ? false : iparam(c, "nesterov") != 0;
+        float beta1 = adam ? fparam(c, "beta1") : 0.0f, beta2 = adam ? fparam(c, "beta2") : 0.0f;
+        float eps = adam ? fparam(c, "eps") : 0.0f;
+        const float *p0 = input(c, "p", count);
+        if (steps < 0 || steps > MAX_ARRAYS - 2) {
+            case_error(c, "bad number of steps in", c->label);
+            return;
+        }
+        if (c->error[0])
+            return;
+        float *p = copy_of(c, "p", p0, count);
+        float *s1 = NULL, *s2 = NULL;
+        if (adam) {
+            s1 = output(c, "exp_avg", count);
+            s2 = output(c, "exp_avg_sq", count);
+            memset(s2, 0, (size_t)count * sizeof *s2);
+        } else if (momentum != 0.0f) {
+            s1 = output(c, "momentum_buffer", count);
+        }
+        if (s1)
+            memset(s1, 0, (size_t)count * sizeof *s1);
+        char name[32];
+        for (int64_t s = 0; s < steps; s++) {
+            snprintf(name, sizeof name, "g%" PRId64, s);
+            const float *g = input(c, name, count);
+            if (c->error[0])
+                return;
+            if (adam)
+                dlrt_adam_update(count, g, lr, (int32_t)(s + 1), beta1, beta2, eps, wd, p, s1,
+                                 s2);
+            else
+                dlrt_sgd_update(count, g, lr, momentum, nesterov, wd, p, s1);
+        }
+    } else {
+        case_error(c, "unknown op", op);
+    }
+}
+
+/* Reads the next case; false at the end of the file or on an error (then
+ * c->error says which). */
+static bool read_case(FILE *in, Case *c) {
+    char word[64];
+    memset(c, 0, sizeof *c);
+    if (fscanf(in, "%63s", word) != 1)
+        return false;
+    if (strcmp(word, "case") != 0 ||
+        fscanf(in, "%63s %31s %d", c->label, c->op, &c->nparams) != 3 || c->nparams < 0 ||
+        c->nparams > MAX_PARAMS) {
+        snprintf(c->error, sizeof c->error, "expected 'case LABEL OP NPARAMS'");
+        return false;
+    }
+    for (int i = 0; i < c->nparams; i++)
+        if (fscanf(in, "%31s %lf", c->keys[i], &c->values[i]) != 2) {
+            snprintf(c->error, sizeof c->error, "%s: expected KEY VALUE", c->label);
+            return false;
+        }
+    if (fscanf(in, "%d", &c->nin) != 1 || c->nin < 0 || c->nin > MAX_ARRAYS) {
+        snprintf(c->error, sizeof c->error, "%s: expected the number of arrays", c->label);
+        c->nin = 0;
+        return false;
+    }
+    for (int i = 0; i < c->nin; i++) {
+        Array *a = &c->in[i];
+        long long count;
+        if (fscanf(in, "%31s %lld", a->name, &count) != 2 || count < 0 || count > 100000000) {
+            snprintf(c->error, sizeof c->error, "%s: expected NAME COUNT", c->label);
+            c->nin = i;
+            return false;
+        }
+        a->count = count;
+        a->data = falloc(count);
+        for (int64_t j = 0; j < count; j++)
+            if (fscanf(in, "%f", &a->data[j]) != 1) {
+                snprintf(c->error, sizeof c->error, "%s: array %s ends early", c->label,
+                         a->name);
+                c->nin = i + 1;
+                return false;
+            }
+    }
+    return true;
+}
+
+static void free_case(Case *c) {
+    for (int i = 0; i < c->nin; i++)
+        free(c->in[i].data);
+    for (int i = 0; i < c->nout; i++)
+        free(c->out[i].data);
+}
+
+static int run_mode(const char *spec, const char *out_path) {
+    FILE *in = fopen(spec, "r");
+    if (!in) {
+        fprintf(stderr, "test_kernels: cannot open '%s': %s\n", spec, strerror(errno));
+        return 1;
+    }
+    FILE *out = fopen(out_path, "w");
+    if (!out) {
+        fprintf(stderr, "test_kernels: cannot open '%s': %s\n", out_path, strerror(errno));
+        fclose(in);
+        return 1;
+    }
+    Case *c = malloc(sizeof *c);
+    int status = 0, cases = 0;
+    while (c && read_case(in, c)) {
+        run_case(c);
+        if (c->error[0]) {
+            fprintf(stderr, "test_kernels: %s: case %s: %s\n", spec, c->label, c->error);
+            status = 1;
+        } else {
+            fprintf(out, "case %s %d\n", c->label, c->nout);
+            for (int i = 0; i < c->nout; i++) {
+                fprintf(out, "%s %" PRId64, c->out[i].name, c->out[i].count);
+                for (int64_t j = 0; j < c->out[i].count; j++)
+                    fprintf(out, " %.9g", (double)c->out[i].data[j]);
+                fputc('\n', out);
+            }
+            cases++;
+        }
+        free_case(c);
+    }
+    if (c && c->error[0]) {
+        fprintf(stderr, "test_kernels: %s: %s\n", spec, c->error);
+        free_case(c);
+        status = 1;
+    }
+    if (!c || cases == 0)
+        status = 1;
+    free(c);
+    fclose(in);
+    if (fclose(out) != 0)
+        status = 1;
+    return status;
+}
+
+int main(int argc, char **argv) {
+    if (argc == 1)
+        return run_unit_tests();
+    if (argc == 4 && strcmp(argv[1], "run") == 0)
+        return run_mode(argv[2], argv[3]);
+    fprintf(stderr, "usage: test_kernels [run SPEC OUT]\n");
+    return 2;
+}
