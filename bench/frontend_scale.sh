@@ -23,7 +23,7 @@ printf "%8s %14s %14s %16s\n" layers "dl (s)" "dlir (s)" "dl us/layer"
 for n in 1000 10000 100000; do
     python3 bench/gen_deep_network.py "$n" > "$tmp/net.dl"
     "$dlc" "$tmp/net.dl" -o "$tmp/net.dlir"
-    dl=$(for i in 1 2 3 4 5; do time_of "$dlc" "$tmp/net.dl" -o /dev/null; done | median)
-    ir=$(for i in 1 2 3 4 5; do time_of "$dlc" "$tmp/net.dlir" -o /dev/null; done | median)
+    dl=$(for i in 1 2 3 4 5; do time_of "$dlc" "$tmp/net.dl" --emit=ir -o /dev/null; done | median)
+    ir=$(for i in 1 2 3 4 5; do time_of "$dlc" "$tmp/net.dlir" --emit=ir -o /dev/null; done | median)
     printf "%8d %14.4f %14.4f %16.2f\n" "$n" "$dl" "$ir" "$(awk -v t="$dl" -v n="$n" 'BEGIN { print t * 1000000 / n }')"
 done

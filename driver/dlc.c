@@ -12,13 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../codegen/codegen.h"
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
 
-typedef enum Emit { EMIT_IR, EMIT_DOT, EMIT_C } Emit;
+typedef enum Emit { EMIT_GUESS, EMIT_IR, EMIT_DOT, EMIT_C, EMIT_EXE } Emit;
 typedef enum InputKind { INPUT_GUESS, INPUT_DL, INPUT_DLIR } InputKind;
 
 #define MAX_LIST 64
@@ -46,8 +47,10 @@ static void usage(FILE *out) {
         "\n"
         "options:\n"
         "  -o FILE                write the output to FILE (default: standard output)\n"
-        "  --emit=KIND            what to write: ir (IR text, the default), dot (Graphviz)\n"
-        "                         or c (NAME.h and NAME.c for the CPU, into the folder -o)\n"
+        "  --emit=KIND            what to write: ir (IR text), dot (Graphviz), c (NAME.h and\n"
+        "                         NAME.c for the CPU, into the folder -o), exe (a program\n"
+        "                         that trains and evaluates the network); by default exe\n"
+        "                         with -o FILE, ir with -o FILE.dlir or without -o\n"
         "  --passes=P1,P2,...     run exactly these passes (default: the standard\n"
         "                         pipeline for .dl input, none for .dlir input)\n"
         "  --print-after=P1,...   print the IR to standard error after these passes\n"
@@ -183,8 +186,10 @@ static void parse_options(int argc, char **argv, Options *o) {
                 o->emit = EMIT_DOT;
             else if (strcmp(optarg, "c") == 0)
                 o->emit = EMIT_C;
+            else if (strcmp(optarg, "exe") == 0)
+                o->emit = EMIT_EXE;
             else {
-                fprintf(stderr, "dlc: error: unknown --emit kind '%s' (use ir, dot or c)\n", optarg);
+                fprintf(stderr, "dlc: error: unknown --emit kind '%s' (use ir, dot, c or exe)\n", optarg);
                 exit(2);
             }
             break;
@@ -222,6 +227,16 @@ static void parse_options(int argc, char **argv, Options *o) {
         exit(2);
     }
     o->input = argv[optind];
+    if (o->emit == EMIT_GUESS) {
+        size_t n = o->output ? strlen(o->output) : 0;
+        bool ir = !o->output || (n > 5 && strcmp(o->output + n - 5, ".dlir") == 0);
+        bool dot = n > 4 && strcmp(o->output + n - 4, ".dot") == 0;
+        o->emit = ir ? EMIT_IR : dot ? EMIT_DOT : EMIT_EXE;
+    }
+    if (o->emit == EMIT_EXE && !o->output) {
+        fprintf(stderr, "dlc: error: --emit=exe writes a program: name it with -o FILE\n");
+        exit(2);
+    }
     if (o->emit == EMIT_C && !o->output) {
         fprintf(stderr, "dlc: error: --emit=c writes files: give their folder with -o DIR\n");
         exit(2);
@@ -259,6 +274,124 @@ static bool dlc_make_dir(DlcCtx *ctx, const char *dir) {
     return false;
 }
 
+/* Runs argv (no shell), returning whether it exited with status 0. */
+static bool run_command(char *const *argv) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        execvp(argv[0], argv);
+        fprintf(stderr, "dlc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
+/* Appends the words of a space-separated list to argv. */
+static int add_words(char **argv, int n, int max, char *list) {
+    for (char *w = strtok(list, " "); w && n < max - 1; w = strtok(NULL, " "))
+        argv[n++] = w;
+    return n;
+}
+
+/* --emit=exe: the C target into a temporary folder, a main that calls
+ * dlrt_main, the system C compiler ($CC, else cc) at -O3 for this CPU,
+ * libdlrt, and a rename into place.  Paths to the runtime are those of the
+ * build (DLC_RUNTIME_*, set by CMake). */
+static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *target,
+                          const char *output) {
+    struct stat st;
+    if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
+        /* renaming a program over /dev/null would replace the device */
+        dlc_error(ctx, DLC_NOLOC, "cannot write a program to '%s': it is not a regular file "
+                  "(for IR, give --emit=ir)", output);
+        return false;
+    }
+    const DlcNetwork *net = NULL;
+    for (int i = 0; i < m->nnetworks; i++) {
+        const char *name = m->networks[i]->name;
+        size_t len = strlen(name);
+        if (len > 6 && strcmp(name + len - 6, ".train") == 0)
+            continue;
+        if (net) {
+            dlc_error(ctx, m->networks[i]->loc, "a program is built from one network; this file "
+                      "has '%s' and '%s' (use --emit=c for several)", net->name, name);
+            return false;
+        }
+        net = m->networks[i];
+    }
+    if (!net) {
+        dlc_error(ctx, DLC_NOLOC, "the file has no network to build a program from");
+        return false;
+    }
+    char dir[] = "/tmp/dlc-XXXXXX";
+    if (!mkdtemp(dir)) {
+        dlc_error(ctx, DLC_NOLOC, "cannot create a temporary folder: %s", strerror(errno));
+        return false;
+    }
+    char cfile[300], mainfile[300], tmp_out[4200], inc[400];
+    snprintf(cfile, sizeof cfile, "%s/%s.c", dir, net->name);
+    snprintf(mainfile, sizeof mainfile, "%s/main.c", dir);
+    snprintf(tmp_out, sizeof tmp_out, "%s.tmp%ld", output, (long)getpid());
+    snprintf(inc, sizeof inc, "-I%s", dir);
+    bool ok = target->emit(ctx, m, dir);
+    char hfile[300];
+    snprintf(hfile, sizeof hfile, "%s/%s.h", dir, net->name);
+    if (ok) {
+        /* the header declares the model table only for what dlrt_main can drive */
+        char *h = dlc_read_file(hfile, NULL);
+        char decl[300];
+        snprintf(decl, sizeof decl, "extern const DlrtModel %s_model;", net->name);
+        ok = h && strstr(h, decl);
+        free(h);
+        if (!ok)
+            dlc_error(ctx, net->loc, "network '%s' cannot be a program yet: the program trains "
+                      "and evaluates classifiers (one f32 input, one output, a train section "
+                      "with loss cross_entropy); use --emit=c to embed it", net->name);
+    }
+    FILE *f = ok ? fopen(mainfile, "w") : NULL;
+    if (f) {
+        fprintf(f, "/* The program's main, written by dlc. */\n#include \"%s.h\"\n\n"
+                   "int main(int argc, char **argv) { return dlrt_main(argc, argv, &%s_model); }\n",
+                net->name, net->name);
+        ok = fclose(f) == 0;
+    } else if (ok) {
+        dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", mainfile, strerror(errno));
+        ok = false;
+    }
+    if (ok) {
+        char cflags[] = DLC_RUNTIME_CFLAGS, libs[] = DLC_RUNTIME_LIBS;
+        const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+        char *argv[64] = {(char *)cc, "-std=c11", "-O3", "-march=native"};
+        int n = add_words(argv, 4, 64, cflags);
+        argv[n++] = "-I" DLC_RUNTIME_INCLUDE;
+        argv[n++] = inc;
+        argv[n++] = cfile;
+        argv[n++] = mainfile;
+        argv[n++] = DLC_RUNTIME_LIB;
+        n = add_words(argv, n, 60, libs);
+        argv[n++] = "-lm";
+        argv[n++] = "-o";
+        argv[n++] = tmp_out;
+        argv[n] = NULL;
+        ok = run_command(argv);
+        if (!ok)
+            dlc_error(ctx, DLC_NOLOC, "the C compiler '%s' failed on the generated code (%s)", cc,
+                      cfile);
+        else if (rename(tmp_out, output) != 0) {
+            dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", output, strerror(errno));
+            ok = false;
+        }
+    }
+    unlink(tmp_out);
+    unlink(mainfile);
+    unlink(cfile);
+    unlink(hfile);
+    if (ok || !getenv("DLC_KEEP_TEMPS"))
+        rmdir(dir);
+    return ok;
+}
+
 /* The pipeline: read, verify, run passes (verifying after each), emit. */
 static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     int errors = ctx->nerrors;
@@ -291,7 +424,7 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
         print_after(o, m, pass->name);
     }
 
-    if (o->emit == EMIT_C) {
+    if (o->emit == EMIT_C || o->emit == EMIT_EXE) {
         /* the target's own passes: for C, the training step */
         const DlcTarget *target = dlc_target_lookup("c");
         for (int i = 0; !o->passes_given && target->passes[i]; i++) {
@@ -304,7 +437,8 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
                 dlc_unreachable("pass '%s' produced IR that does not verify", pass->name);
             print_after(o, m, pass->name);
         }
-        bool ok = dlc_make_dir(ctx, o->output) && target->emit(ctx, m, o->output);
+        bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, o->output)
+                                      : dlc_make_dir(ctx, o->output) && target->emit(ctx, m, o->output);
         dlc_module_free(m);
         return ok && ctx->nerrors == errors;
     }
@@ -444,7 +578,7 @@ int main(int argc, char **argv) {
     if (!ok) {
         if (o.output)
             fprintf(stderr, "dlc: %s not written because of errors\n", o.output);
-    } else if (o.emit != EMIT_C) { /* C is written as files by its target */
+    } else if (o.emit != EMIT_C && o.emit != EMIT_EXE) { /* those write their own files */
         ok = write_output(o.output, buf, len);
     }
     free(buf);

@@ -458,21 +458,21 @@ static DlrtStatus find_in_dir(const char *dir, const char *name, char **path, Dl
 
 DlrtStatus dlrt_load_idx_dir(DlrtDataset *train, DlrtDataset *test, const char *dir,
                              const DlrtScaling *scaling, DlrtError *err) {
-    if (!train || !dir)
+    if ((!train && !test) || !dir)
         return dlrt_fail(err, DLRT_E_ARG, "dlrt_load_idx_dir: a dataset and a folder are needed");
-    memset(train, 0, sizeof *train);
+    if (train)
+        memset(train, 0, sizeof *train);
     if (test)
         memset(test, 0, sizeof *test);
     char *paths[4] = {0};
-    int n = test ? 4 : 2;
     DlrtStatus st = DLRT_OK;
-    for (int i = 0; i < n && st == DLRT_OK; i++)
+    for (int i = train ? 0 : 2; i < (test ? 4 : 2) && st == DLRT_OK; i++)
         st = find_in_dir(dir, idx_names[i], &paths[i], err);
-    if (st == DLRT_OK)
+    if (st == DLRT_OK && train)
         st = dlrt_load_idx(train, paths[0], paths[1], scaling, err);
     if (st == DLRT_OK && test) {
         st = dlrt_load_idx(test, paths[2], paths[3], scaling, err);
-        if (st != DLRT_OK)
+        if (st != DLRT_OK && train)
             dlrt_dataset_free(train);
     }
     for (int i = 0; i < 4; i++)

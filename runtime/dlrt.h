@@ -15,6 +15,7 @@
  *   loss.c         losses and accuracy
  *   safetensors.c  checkpoints in the safetensors format
  *   kernels.c      the ops' computations, forward and backward, in f32
+ *   program.c      the command line of a generated program
  */
 #ifndef DLRT_H
 #define DLRT_H
@@ -119,7 +120,8 @@ DlrtStatus dlrt_load_idx(DlrtDataset *ds, const char *images, const char *labels
                          const DlrtScaling *scaling, DlrtError *err);
 /* A folder laid out as MNIST and Fashion-MNIST ship: train-images-idx3-ubyte,
  * train-labels-idx1-ubyte, t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte,
- * each possibly with .gz.  test may be NULL. */
+ * each possibly with .gz.  Either train or test may be NULL (not both), to
+ * load one split only. */
 DlrtStatus dlrt_load_idx_dir(DlrtDataset *train, DlrtDataset *test, const char *dir,
                              const DlrtScaling *scaling, DlrtError *err);
 /* NumPy .npy files: images of any numeric dtype and shape [count, ...],
@@ -321,6 +323,48 @@ void dlrt_sgd_update(int64_t count, const float *g, float lr, float momentum, bo
 void dlrt_adam_update(int64_t count, const float *g, float lr, int32_t step, float beta1,
                       float beta2, float eps, float weight_decay, float *p, float *exp_avg,
                       float *exp_avg_sq);
+
+/* ------------------------------------------------------------------------ */
+/* program.c                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* A compiled classifier as the command line sees it: what the generated
+ * code knows of the network, the train section's defaults, and its API
+ * (with the network object as void *). */
+typedef struct DlrtModel {
+    const char *name;          /* the network: "lenet5" */
+    const char *source;        /* the .dl file it was compiled from */
+    const char *layers;        /* one line per op, for `info` */
+    int rank;                  /* the input's per-sample shape */
+    int64_t dims[DLRT_MAX_SAMPLE_RANK];
+    int64_t input_size;        /* floats per sample */
+    int64_t classes;           /* outputs per sample */
+    int64_t trainable;         /* trainable parameters */
+    /* the train section's defaults, which flags override */
+    const char *data;          /* an IDX folder, or NULL */
+    int64_t batch, epochs;
+    double lr;
+    uint64_t seed;
+    const char *schedule;      /* "constant", "step" or "cosine" */
+    int64_t step_every;        /* step: epochs between decays */
+    double gamma, min_lr;      /* step: the decay; cosine: the floor */
+    int64_t warmup;            /* epochs of linear warm-up */
+    const char *optimizer;     /* for messages: "sgd(lr=0.01, momentum=0.9)" */
+    /* the generated API */
+    size_t (*memory)(int64_t max_batch);
+    DlrtStatus (*create)(void **net, int64_t max_batch, uint64_t seed, DlrtError *err);
+    void (*free)(void *net);
+    DlrtStatus (*forward)(void *net, int64_t n, const float *x, float *out, DlrtError *err);
+    DlrtStatus (*train_step)(void *net, int64_t n, const float *x, const int32_t *labels,
+                             float lr, float *loss, DlrtError *err);
+    DlrtStatus (*save)(const void *net, const char *path, DlrtError *err);
+    DlrtStatus (*load)(void *net, const char *path, DlrtError *err);
+} DlrtModel;
+
+/* The generated program's main: `train`, `eval`, `info`, with --help.
+ * Returns the exit status: 0 on success, 1 on errors in data, files or
+ * training, 2 on bad usage. */
+int dlrt_main(int argc, char **argv, const DlrtModel *model);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what dlc needs on Debian 12, skipping what is already there.
 #   scripts/deps.sh build   the compiler and runtime: a C compiler, CMake,
-#                           flex, bison, zlib
+#                           flex, bison, zlib, OpenBLAS
+#   scripts/deps.sh main    also Debian's Fashion-MNIST, for the main job
 #   scripts/deps.sh test    also the test tools: LLVM's FileCheck and not
 #                           (llvm-16-tools), clang-16 with libFuzzer, Graphviz,
 #                           Python with venv, PyTorch and NumPy (the numeric
@@ -12,6 +13,9 @@ cd "$(dirname "$0")/.."
 what=${1:-build}
 
 pkgs=(build-essential cmake flex bison zlib1g-dev libopenblas-dev)
+if [ "$what" = main ]; then
+    pkgs+=(dataset-fashion-mnist)
+fi
 if [ "$what" = test ]; then
     pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv
            python3-torch python3-numpy dataset-fashion-mnist)

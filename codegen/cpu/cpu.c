@@ -484,7 +484,7 @@ static void put_header(Cpu *cpu, Out *o) {
     put(o, "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err);\n", p, T);
     put(o, "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err);\n", p, T);
     put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection. */\n", U);
-    put(o, "DlrtTensor %s_tensor(%s *net, int i);\n\n#endif\n", p, T);
+    put(o, "DlrtTensor %s_tensor(%s *net, int i);\n", p, T);
 }
 
 /* ---- the API functions --------------------------------------------------- */
@@ -630,6 +630,150 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
         cpu->nparams, ninfer, ninfer, cpu->nparams);
 }
 
+/* ---- the program's view: DlrtModel ------------------------------------------ */
+
+/* Whether dlrt_main can drive the network: one per-sample f32 input, one
+ * [classes] output, trained with cross-entropy against labels. */
+static bool is_classifier(const Cpu *cpu) {
+    const DlcNetwork *net = cpu->infer, *tn = cpu->train;
+    if (!tn || net->ninputs != 1 || net->noutputs != 1 || net->inputs[0]->type.dtype != DLC_F32 ||
+        net->outputs[0]->type.rank != 1 || !net->outputs[0]->type.batched ||
+        net->inputs[0]->type.rank > 4)
+        return false;
+    const DlcValue *loss = tn->outputs[0];
+    return loss->kind == DLC_VAL_OP && loss->def->kind == DLC_OP_CROSS_ENTROPY &&
+           loss->def->in[1]->kind == DLC_VAL_INPUT;
+}
+
+static double cfg_num(const DlcCfg *v, double def) {
+    return !v ? def : v->kind == DLC_CFG_INT ? (double)v->i : v->kind == DLC_CFG_FLOAT ? v->f : def;
+}
+
+/* A C string literal of s. */
+static void put_cstring(Out *o, const char *s) {
+    put(o, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            put(o, "\\%c", *s);
+        else if (*s == '\n')
+            put(o, "\\n\"\n    \"");
+        else if ((unsigned char)*s < 0x20)
+            put(o, "\\%03o", (unsigned char)*s);
+        else
+            put(o, "%c", *s);
+    }
+    put(o, "\"");
+}
+
+/* Text for the optimizer of a train section: "sgd(lr=0.01, momentum=0.9)". */
+static char *cfg_text(const DlcCfg *v) {
+    char *buf;
+    size_t len;
+    FILE *f = open_memstream(&buf, &len);
+    if (!v)
+        fputs("sgd", f);
+    else if (v->kind == DLC_CFG_SYM)
+        fputs(v->s, f);
+    else if (v->kind == DLC_CFG_CALL) {
+        fprintf(f, "%s(", v->s);
+        for (int i = 0; i < v->nargs; i++) {
+            char num[64];
+            const DlcCfg *a = &v->args[i].val;
+            if (a->kind == DLC_CFG_INT)
+                snprintf(num, sizeof num, "%lld", (long long)a->i);
+            else if (a->kind == DLC_CFG_FLOAT)
+                dlc_format_double(num, sizeof num, a->f);
+            else
+                snprintf(num, sizeof num, "%s", a->kind == DLC_CFG_BOOL ? (a->b ? "true" : "false") : "?");
+            fprintf(f, "%s%s%s%s", i ? ", " : "", v->args[i].key ? v->args[i].key : "",
+                    v->args[i].key ? "=" : "", num);
+        }
+        fputc(')', f);
+    }
+    fclose(f);
+    return buf;
+}
+
+static void put_model(Cpu *cpu, Out *o) {
+    const char *p = cpu->prefix, *T = cpu->type;
+    const DlcNetwork *net = cpu->infer;
+    const DlcTrain *tr = dlc_module_find_train(cpu->m, net->name);
+    const DlcCfg *data = tr ? dlc_train_get(tr, "data") : NULL;
+    const DlcCfg *opt = tr ? dlc_train_get(tr, "optimizer") : NULL;
+    const DlcCfg *sched = tr ? dlc_train_get(tr, "schedule") : NULL;
+    const DlcCfg *lr = opt && opt->kind == DLC_CFG_CALL ? dlc_cfg_arg(opt, "lr", 0) : NULL;
+    bool adam = opt && strcmp(opt->s, "adam") == 0;
+    const DlcValue *in = net->inputs[0];
+
+    put(o, "\n/* ---- the command line (dlrt_main) ---- */\n\n");
+    put(o, "static DlrtStatus model_create(void **net, int64_t max_batch, uint64_t seed, DlrtError *err) {\n"
+           "    return %s_create((%s **)net, max_batch, seed, err);\n}\n", p, T);
+    put(o, "static void model_free(void *net) { %s_free(net); }\n", p);
+    put(o, "static DlrtStatus model_forward(void *net, int64_t n, const float *x, float *out, DlrtError *err) {\n"
+           "    return %s_forward(net, n, x, out, err);\n}\n", p);
+    put(o, "static DlrtStatus model_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
+           "                                   float lr, float *loss, DlrtError *err) {\n"
+           "    return %s_train_step(net, n, x, labels, lr, loss, err);\n}\n", p);
+    put(o, "static DlrtStatus model_save(const void *net, const char *path, DlrtError *err) {\n"
+           "    return %s_save(net, path, err);\n}\n", p);
+    put(o, "static DlrtStatus model_load(void *net, const char *path, DlrtError *err) {\n"
+           "    return %s_load(net, path, err);\n}\n\n", p);
+
+    /* the layers, one line per op of the inference network */
+    char *layers;
+    size_t len;
+    FILE *f = open_memstream(&layers, &len);
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        char ty[DLC_TYPE_STR_MAX];
+        fprintf(f, "%s  %-14s %-18s", i ? "\n" : "", dlc_op_info(op->kind)->name,
+                dlc_type_str(&op->out[0]->type, ty, sizeof ty));
+        int64_t count = 0;
+        for (int j = op->nin - op->nparams; j < op->nin; j++)
+            count += op->in[j]->trainable ? numel(op->in[j]) : 0;
+        if (count)
+            fprintf(f, " %lld parameters", (long long)count);
+    }
+    fclose(f);
+
+    int64_t trainable = 0;
+    for (int i = 0; i < cpu->nparams; i++)
+        trainable += cpu->params[i]->trainable ? numel(cpu->params[i]) : 0;
+    char *optimizer = cfg_text(opt);
+    put(o, "const DlrtModel %s_model = {\n    .name = \"%s\",\n    .source = ", p, net->name);
+    put_cstring(o, cpu->m->source ? cpu->m->source : "IR");
+    put(o, ",\n    .layers = ");
+    put_cstring(o, layers);
+    put(o, ",\n    .rank = %d,\n    .dims = {", in->type.rank);
+    for (int d = 0; d < in->type.rank; d++)
+        put(o, "%s%lld", d ? ", " : "", (long long)in->type.dims[d]);
+    put(o, "},\n    .input_size = %lld,\n    .classes = %lld,\n    .trainable = %lld,\n",
+        (long long)numel(in), (long long)net->outputs[0]->type.dims[0], (long long)trainable);
+    put(o, "    .data = ");
+    if (data && data->kind == DLC_CFG_CALL && strcmp(data->s, "idx") == 0 && data->nargs)
+        put_cstring(o, data->args[0].val.s);
+    else
+        put(o, "NULL");
+    const DlcCfg *every = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "every", 0) : NULL;
+    const DlcCfg *gamma = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "gamma", 1) : NULL;
+    const DlcCfg *min_lr = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "min_lr", 0) : NULL;
+    put(o, ",\n    .batch = %lld,\n    .epochs = %lld,\n    .lr = %.17g,\n    .seed = %lluu,\n",
+        (long long)cfg_num(tr ? dlc_train_get(tr, "batch") : NULL, 64),
+        (long long)cfg_num(tr ? dlc_train_get(tr, "epochs") : NULL, 10),
+        cfg_num(lr, adam ? 0.001 : 0.01),
+        (unsigned long long)cfg_num(tr ? dlc_train_get(tr, "seed") : NULL, 0));
+    put(o, "    .schedule = \"%s\",\n    .step_every = %lld,\n    .gamma = %.17g,\n"
+           "    .min_lr = %.17g,\n    .warmup = %lld,\n    .optimizer = ",
+        sched ? sched->s : "constant", (long long)cfg_num(every, 0), cfg_num(gamma, 0.1),
+        cfg_num(min_lr, 0), (long long)cfg_num(tr ? dlc_train_get(tr, "warmup") : NULL, 0));
+    put_cstring(o, optimizer);
+    put(o, ",\n    .memory = %s_memory,\n    .create = model_create,\n    .free = model_free,\n"
+           "    .forward = model_forward,\n    .train_step = model_train_step,\n"
+           "    .save = model_save,\n    .load = model_load,\n};\n", p);
+    free(layers);
+    free(optimizer);
+}
+
 /* ---- files ---------------------------------------------------------------- */
 
 /* Writes text to dir/name through a temporary file renamed into place. */
@@ -704,6 +848,13 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put_network(&cpu, &c, cpu.train, &st, "train");
     }
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL);
+    if (is_classifier(&cpu)) {
+        put_model(&cpu, &c);
+        put(&h, "\n/* The network as the command line of a generated program sees it:\n"
+                " * int main(int argc, char **argv) { return dlrt_main(argc, argv, &%s_model); } */\n"
+                "extern const DlrtModel %s_model;\n", cpu.prefix, cpu.prefix);
+    }
+    put(&h, "\n#endif\n");
     fclose(h.f);
     fclose(c.f);
     bool ok = cpu.ok && write_file(ctx, dir, hname, h.buf, h.len) &&

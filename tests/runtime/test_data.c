@@ -480,8 +480,12 @@ static void test_idx_dir_errors(void) {
     CHECK_ERROR(dlrt_load_idx_dir(&train, &test, tpath("d-badtest"), NULL, &err), err,
                 DLRT_E_FORMAT, "t10k-labels-idx1-ubyte has 3 labels but ");
     CHECK(is_zeroed(&train) && is_zeroed(&test));
-    CHECK_ERROR(dlrt_load_idx_dir(NULL, &test, tpath("d-badtest"), NULL, &err), err, DLRT_E_ARG,
+    CHECK_ERROR(dlrt_load_idx_dir(NULL, NULL, tpath("d-badtest"), NULL, &err), err, DLRT_E_ARG,
                 "dlrt_load_idx_dir");
+    /* the test split alone: here it is the bad one */
+    CHECK_ERROR(dlrt_load_idx_dir(NULL, &test, tpath("d-badtest"), NULL, &err), err,
+                DLRT_E_FORMAT, "t10k-labels-idx1-ubyte has 3 labels but ");
+    CHECK(is_zeroed(&test));
     buf_free(&bad);
 }
 
