@@ -392,6 +392,20 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     return ok;
 }
 
+/* Runs the named passes, verifying after each and printing as asked. */
+static bool run_passes(DlcCtx *ctx, const Options *o, DlcModule *m, const char *const *names,
+                       int errors) {
+    for (int i = 0; names[i]; i++) {
+        const DlcPass *pass = dlc_pass_lookup(names[i]);
+        if (!pass->run(ctx, m) || ctx->nerrors > errors)
+            return false;
+        if (!dlc_verify(ctx, m))
+            dlc_unreachable("pass '%s' produced IR that does not verify", pass->name);
+        print_after(o, m, pass->name);
+    }
+    return true;
+}
+
 /* The pipeline: read, verify, run passes (verifying after each), emit. */
 static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     int errors = ctx->nerrors;
@@ -413,30 +427,15 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     const char *const *passes = o->passes_given ? o->passes
                                 : o->kind == INPUT_DL ? dlc_default_pipeline
                                 : (const char *const[]){NULL};
-    for (int i = 0; passes[i]; i++) {
-        const DlcPass *pass = dlc_pass_lookup(passes[i]);
-        if (!pass->run(ctx, m) || ctx->nerrors > errors) {
-            dlc_module_free(m);
-            return false;
-        }
-        if (!dlc_verify(ctx, m))
-            dlc_unreachable("pass '%s' produced IR that does not verify", pass->name);
-        print_after(o, m, pass->name);
+    const DlcTarget *target = o->emit == EMIT_C || o->emit == EMIT_EXE ? dlc_target_lookup("c") : NULL;
+    /* then the target's own passes (for C, the training step), unless the
+       user chose the passes */
+    if (!run_passes(ctx, o, m, passes, errors) ||
+        (target && !o->passes_given && !run_passes(ctx, o, m, target->passes, errors))) {
+        dlc_module_free(m);
+        return false;
     }
-
-    if (o->emit == EMIT_C || o->emit == EMIT_EXE) {
-        /* the target's own passes: for C, the training step */
-        const DlcTarget *target = dlc_target_lookup("c");
-        for (int i = 0; !o->passes_given && target->passes[i]; i++) {
-            const DlcPass *pass = dlc_pass_lookup(target->passes[i]);
-            if (!pass->run(ctx, m) || ctx->nerrors > errors) {
-                dlc_module_free(m);
-                return false;
-            }
-            if (!dlc_verify(ctx, m))
-                dlc_unreachable("pass '%s' produced IR that does not verify", pass->name);
-            print_after(o, m, pass->name);
-        }
+    if (target) {
         bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, o->output)
                                       : dlc_make_dir(ctx, o->output) && target->emit(ctx, m, o->output);
         dlc_module_free(m);
