@@ -23,5 +23,9 @@ const DlcTarget *dlc_target_lookup(const char *name);
 
 /* cpu/cpu.c */
 extern const DlcTarget dlc_target_cpu;
+/* Whether the CPU target emits NAME_model for net, the table dlrt_main
+ * drives: a classifier with its training step (after autodiff and
+ * optimizer). */
+bool dlc_cpu_is_program(const DlcModule *m, const DlcNetwork *net);
 
 #endif /* DLC_CODEGEN_H */

@@ -334,21 +334,14 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     snprintf(mainfile, sizeof mainfile, "%s/main.c", dir);
     snprintf(tmp_out, sizeof tmp_out, "%s.tmp%ld", output, (long)getpid());
     snprintf(inc, sizeof inc, "-I%s", dir);
-    bool ok = target->emit(ctx, m, dir);
+    bool ok = dlc_cpu_is_program(m, net);
+    if (!ok)
+        dlc_error(ctx, net->loc, "network '%s' cannot be a program yet: the program trains "
+                  "and evaluates classifiers (one f32 input, one output, a train section "
+                  "with loss cross_entropy); use --emit=c to embed it", net->name);
+    ok = ok && target->emit(ctx, m, dir);
     char hfile[300];
     snprintf(hfile, sizeof hfile, "%s/%s.h", dir, net->name);
-    if (ok) {
-        /* the header declares the model table only for what dlrt_main can drive */
-        char *h = dlc_read_file(hfile, NULL);
-        char decl[300];
-        snprintf(decl, sizeof decl, "extern const DlrtModel %s_model;", net->name);
-        ok = h && strstr(h, decl);
-        free(h);
-        if (!ok)
-            dlc_error(ctx, net->loc, "network '%s' cannot be a program yet: the program trains "
-                      "and evaluates classifiers (one f32 input, one output, a train section "
-                      "with loss cross_entropy); use --emit=c to embed it", net->name);
-    }
     FILE *f = ok ? fopen(mainfile, "w") : NULL;
     if (f) {
         fprintf(f, "/* The program's main, written by dlc. */\n#include \"%s.h\"\n\n"

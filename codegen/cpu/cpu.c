@@ -634,8 +634,7 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
 
 /* Whether dlrt_main can drive the network: one per-sample f32 input, one
  * [classes] output, trained with cross-entropy against labels. */
-static bool is_classifier(const Cpu *cpu) {
-    const DlcNetwork *net = cpu->infer, *tn = cpu->train;
+static bool is_classifier(const DlcNetwork *net, const DlcNetwork *tn) {
     if (!tn || net->ninputs != 1 || net->noutputs != 1 || net->inputs[0]->type.dtype != DLC_F32 ||
         net->outputs[0]->type.rank != 1 || !net->outputs[0]->type.batched ||
         net->inputs[0]->type.rank > 4)
@@ -643,6 +642,12 @@ static bool is_classifier(const Cpu *cpu) {
     const DlcValue *loss = tn->outputs[0];
     return loss->kind == DLC_VAL_OP && loss->def->kind == DLC_OP_CROSS_ENTROPY &&
            loss->def->in[1]->kind == DLC_VAL_INPUT;
+}
+
+bool dlc_cpu_is_program(const DlcModule *m, const DlcNetwork *net) {
+    char train_name[512];
+    snprintf(train_name, sizeof train_name, "%s.train", net->name);
+    return is_classifier(net, dlc_module_find_network(m, train_name));
 }
 
 static double cfg_num(const DlcCfg *v, double def) {
@@ -848,7 +853,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put_network(&cpu, &c, cpu.train, &st, "train");
     }
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL);
-    if (is_classifier(&cpu)) {
+    if (is_classifier(cpu.infer, cpu.train)) {
         put_model(&cpu, &c);
         put(&h, "\n/* The network as the command line of a generated program sees it:\n"
                 " * int main(int argc, char **argv) { return dlrt_main(argc, argv, &%s_model); } */\n"

@@ -7,13 +7,8 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    FILE *sink = fopen("/dev/null", "w");
     DlcCtx ctx;
-    dlc_ctx_init(&ctx, sink);
-    char *text = malloc(size + 1);
-    memcpy(text, data, size);
-    text[size] = 0;
-    int file = dlc_ctx_add_source(&ctx, "fuzz.dl", text, size, false);
+    int file = fuzz_ctx(&ctx, data, size, "fuzz.dl", false);
     /* small limits, so that no input runs long enough to be a false timeout */
     DlcFrontendOptions opt = {.max_steps = 100000, .max_ops = 20000};
     DlcModule *m = dlc_frontend_compile(&ctx, file, &opt);
@@ -21,7 +16,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         check_module(&ctx, m);
         dlc_module_free(m);
     }
-    dlc_ctx_free(&ctx);
-    fclose(sink);
+    fuzz_ctx_free(&ctx);
     return 0;
 }

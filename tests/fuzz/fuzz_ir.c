@@ -6,18 +6,12 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    FILE *sink = fopen("/dev/null", "w");
     DlcCtx ctx;
-    dlc_ctx_init(&ctx, sink);
-    char *text = malloc(size + 1);
-    memcpy(text, data, size);
-    text[size] = 0;
-    int file = dlc_ctx_add_source(&ctx, "fuzz.dlir", text, size, true);
+    int file = fuzz_ctx(&ctx, data, size, "fuzz.dlir", true);
     DlcModule *m = dlc_parse_ir(&ctx, file);
     if (m && dlc_verify(&ctx, m))
         check_module(&ctx, m);
     dlc_module_free(m);
-    dlc_ctx_free(&ctx);
-    fclose(sink);
+    fuzz_ctx_free(&ctx);
     return 0;
 }

@@ -8,6 +8,22 @@
 #include "frontend.h"
 #include "../passes/passes.h"
 
+/* A context whose diagnostics go nowhere, with the fuzz input as source
+ * `name`; returns the source's index.  Close with fuzz_ctx_free. */
+static int fuzz_ctx(DlcCtx *ctx, const uint8_t *data, size_t size, const char *name, bool is_ir) {
+    dlc_ctx_init(ctx, fopen("/dev/null", "w"));
+    char *text = malloc(size + 1);
+    memcpy(text, data, size);
+    text[size] = 0;
+    return dlc_ctx_add_source(ctx, name, text, size, is_ir);
+}
+
+static void fuzz_ctx_free(DlcCtx *ctx) {
+    FILE *sink = ctx->err;
+    dlc_ctx_free(ctx);
+    fclose(sink);
+}
+
 static char *print_to_string(const DlcModule *m, size_t *len) {
     char *buf;
     FILE *f = open_memstream(&buf, len);
