@@ -199,7 +199,9 @@ typedef struct DlrtTensor {
     void *data;
 } DlrtTensor;
 
-/* One string of a checkpoint's metadata ("network": "lenet5"). */
+/* One string of a checkpoint's metadata ("network": "lenet5").  A generated
+ * network's save_with takes up to DLRT_MAX_META entries of its caller's. */
+#define DLRT_MAX_META 16
 typedef struct DlrtMeta {
     char *key;
     char *value;
@@ -357,8 +359,10 @@ typedef struct DlrtModel {
     DlrtStatus (*forward)(void *net, int64_t n, const float *x, float *out, DlrtError *err);
     DlrtStatus (*train_step)(void *net, int64_t n, const float *x, const int32_t *labels,
                              float lr, float *loss, DlrtError *err);
-    DlrtStatus (*save)(const void *net, const char *path, DlrtError *err);
-    DlrtStatus (*load)(void *net, const char *path, DlrtError *err);
+    DlrtStatus (*save)(const void *net, const char *path, const DlrtMeta *extra, int nextra,
+                       DlrtError *err);
+    DlrtStatus (*load)(void *net, const char *path, DlrtMeta **meta, int *nmeta,
+                       DlrtError *err);
 } DlrtModel;
 
 /* The generated program's main: `train`, `eval`, `info`, with --help.

@@ -282,7 +282,7 @@ static int train(const DlrtModel *m, const Options *o) {
     if (!check_data(m, &tr, "train", &err) || !check_data(m, &te, "test", &err))
         goto done;
     if (m->create(&net, o->batch, o->seed, &err) != DLRT_OK ||
-        (o->resume && m->load(net, o->resume, &err) != DLRT_OK) ||
+        (o->resume && m->load(net, o->resume, NULL, NULL, &err) != DLRT_OK) ||
         dlrt_batcher_init(&b, &tr, o->batch, true, o->seed, &err) != DLRT_OK) {
         fprintf(stderr, "%s: %s\n", m->name, err.message);
         goto done;
@@ -348,7 +348,7 @@ static int train(const DlrtModel *m, const Options *o) {
     }
     r.seconds = now() - start;
     r.images_per_second = images / (r.seconds > 0 ? r.seconds : 1e-9);
-    if (o->save && m->save(net, o->save, &err) != DLRT_OK) {
+    if (o->save && m->save(net, o->save, NULL, 0, &err) != DLRT_OK) {
         fprintf(stderr, "%s: %s\n", m->name, err.message);
         goto done;
     }
@@ -394,7 +394,7 @@ static int eval(const DlrtModel *m, const Options *o) {
     if (!x || !y || !logits)
         fprintf(stderr, "%s: out of memory\n", m->name);
     else if (check_data(m, &te, "test", &err)) {
-        if (m->create(&net, o->batch, 0, &err) != DLRT_OK || m->load(net, o->weights, &err) != DLRT_OK ||
+        if (m->create(&net, o->batch, 0, &err) != DLRT_OK || m->load(net, o->weights, NULL, NULL, &err) != DLRT_OK ||
             evaluate(m, net, &te, o->batch, x, y, logits, &s, &err) != DLRT_OK) {
             fprintf(stderr, "%s: %s\n", m->name, err.message);
         } else {

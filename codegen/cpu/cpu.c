@@ -483,6 +483,12 @@ static void put_header(Cpu *cpu, Out *o) {
            " * and then resets the optimizer's state. */\n");
     put(o, "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err);\n", p, T);
     put(o, "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err);\n", p, T);
+    put(o, "/* The same, with metadata: save_with adds up to DLRT_MAX_META entries to the\n"
+           " * file's; load_with returns the file's (free them with dlrt_meta_free). */\n");
+    put(o, "DlrtStatus %s_save_with(const %s *net, const char *path, const DlrtMeta *extra, "
+           "int nextra,\n                        DlrtError *err);\n", p, T);
+    put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
+           "                        DlrtError *err);\n", p, T);
     put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection. */\n", U);
     put(o, "DlrtTensor %s_tensor(%s *net, int i);\n", p, T);
 }
@@ -602,32 +608,58 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
         put(o, ");\n    *loss = %s[0];\n    return DLRT_OK;\n}\n\n", where(cpu, st, tn->outputs[0]));
     }
 
-    /* checkpoints */
-    put(o, "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err) {\n"
+    /* checkpoints: the tensors, and in the metadata the network, the dlc
+       version and the steps taken (Adam's bias correction and dropout's
+       masks depend on it, so resuming must restore it) */
+    put(o, "DlrtStatus %s_save_with(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
+           "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
            "    for (int i = 0; i < %d; i++)\n        t[i] = %s_tensor((%s *)net, i);\n"
-           "    DlrtMeta meta[] = {{\"network\", \"%s\"}, {\"dlc_version\", \"%s\"}};\n"
-           "    return dlrt_save_safetensors(path, t, %d, meta, 2, err);\n}\n\n",
+           "    char step[32];\n"
+           "    snprintf(step, sizeof step, \"%%lld\", (long long)net->step);\n"
+           "    DlrtMeta meta[3 + DLRT_MAX_META];\n"
+           "    meta[0] = (DlrtMeta){\"network\", \"%s\"};\n"
+           "    meta[1] = (DlrtMeta){\"dlc_version\", \"%s\"};\n"
+           "    meta[2] = (DlrtMeta){\"step\", step};\n"
+           "    if (nextra < 0 || nextra > DLRT_MAX_META)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"%%d metadata entries; at most %%d\", nextra, DLRT_MAX_META);\n"
+           "    for (int i = 0; i < nextra; i++)\n        meta[3 + i] = extra[i];\n"
+           "    return dlrt_save_safetensors(path, t, %d, meta, 3 + nextra, err);\n}\n\n"
+           "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err) {\n"
+           "    return %s_save_with(net, path, NULL, 0, err);\n}\n\n",
         p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, p, T, net->name, DLC_VERSION,
-        cpu->nparams);
+        cpu->nparams, p, T, p);
     /* a full checkpoint restores the optimizer state too; a file of the
        inference network's tensors only (weights, as PyTorch saves them)
        loads with the optimizer state reset */
     int ninfer = cpu->infer->nparams;
-    put(o, "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
+    put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
+           "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
            "    for (int i = 0; i < %d; i++)\n        t[i] = %s_tensor(net, i);\n"
-           "    DlrtStatus st = dlrt_load_safetensors(path, t, %d, NULL, NULL, err);\n"
-           "    if (st != DLRT_E_SHAPE || %d == %d)\n        return st;\n"
-           "    DlrtError weights_only;\n"
-           "    if (dlrt_load_safetensors(path, t, %d, NULL, NULL, &weights_only) != DLRT_OK)\n"
-           "        return st; /* the first message says what the file lacks */\n"
-           "    for (int i = %d; i < %d; i++) {\n"
-           "        int64_t count = 1;\n        for (int d = 0; d < t[i].rank; d++)\n            count *= t[i].dims[d];\n"
-           "        dlrt_init_constant(t[i].data, count, 0.0f);\n    }\n"
-           "    net->step = 0;\n    return DLRT_OK;\n}\n",
+           "    DlrtMeta *m = NULL;\n    int nm = 0;\n"
+           "    DlrtStatus st = dlrt_load_safetensors(path, t, %d, &m, &nm, err);\n"
+           "    net->step = 0;\n"
+           "    if (st == DLRT_E_SHAPE && %d != %d) {\n"
+           "        DlrtError weights_only;\n"
+           "        if (dlrt_load_safetensors(path, t, %d, &m, &nm, &weights_only) != DLRT_OK)\n"
+           "            return st; /* the first message says what the file lacks */\n"
+           "        for (int i = %d; i < %d; i++) {\n"
+           "            int64_t count = 1;\n            for (int d = 0; d < t[i].rank; d++)\n                count *= t[i].dims[d];\n"
+           "            %s(t[i].data, count, 0);\n        }\n"
+           "        st = DLRT_OK;\n"
+           "    } else if (st == DLRT_OK) {\n"
+           "        for (int i = 0; i < nm; i++)\n"
+           "            if (strcmp(m[i].key, \"step\") == 0)\n"
+           "                net->step = (int32_t)strtol(m[i].value, NULL, 10);\n"
+           "    }\n"
+           "    if (st == DLRT_OK && meta) {\n        *meta = m;\n        *nmeta = nm;\n"
+           "    } else\n        dlrt_meta_free(m, nm);\n"
+           "    return st;\n}\n\n"
+           "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
+           "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
         p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, p, cpu->nparams, ninfer,
-        cpu->nparams, ninfer, ninfer, cpu->nparams);
+        cpu->nparams, ninfer, ninfer, cpu->nparams, "dlrt_init_constant", p, T, p);
 }
 
 /* ---- the program's view: DlrtModel ------------------------------------------ */
@@ -719,10 +751,12 @@ static void put_model(Cpu *cpu, Out *o) {
     put(o, "static DlrtStatus model_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
            "                                   float lr, float *loss, DlrtError *err) {\n"
            "    return %s_train_step(net, n, x, labels, lr, loss, err);\n}\n", p);
-    put(o, "static DlrtStatus model_save(const void *net, const char *path, DlrtError *err) {\n"
-           "    return %s_save(net, path, err);\n}\n", p);
-    put(o, "static DlrtStatus model_load(void *net, const char *path, DlrtError *err) {\n"
-           "    return %s_load(net, path, err);\n}\n\n", p);
+    put(o, "static DlrtStatus model_save(const void *net, const char *path, const DlrtMeta *extra,\n"
+           "                             int nextra, DlrtError *err) {\n"
+           "    return %s_save_with(net, path, extra, nextra, err);\n}\n", p);
+    put(o, "static DlrtStatus model_load(void *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
+           "                             DlrtError *err) {\n"
+           "    return %s_load_with(net, path, meta, nmeta, err);\n}\n\n", p);
 
     /* the layers, one line per op of the inference network */
     char *layers;
@@ -840,7 +874,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     put(&c, "/* %s — generated by dlc %s from %s; do not edit.\n *\n"
             " * One function per op (its IR in a comment above it, its .dl line in a\n"
             " * #line directive), the functions that run them in order, then the API\n"
-            " * of %s. */\n#include <stdlib.h>\n#include <string.h>\n\n#include \"%s\"\n",
+            " * of %s. */\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"%s\"\n",
         cname, DLC_VERSION, m->source ? m->source : "IR", hname, hname);
     put(&c, "\nstruct %s {\n    int64_t max_batch;\n    float *params; /* parameters and buffers */\n"
             "    float *act;    /* every value of a step, batch first */\n"
