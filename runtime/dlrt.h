@@ -78,6 +78,8 @@ uint64_t dlrt_rng_below(DlrtRng *rng, uint64_t n);
  * b = 1 / sqrt(fan_in). */
 void dlrt_init_kaiming_uniform(float *w, int64_t n, int64_t fan_in, DlrtRng *rng);
 void dlrt_init_constant(float *w, int64_t n, float value);
+void dlrt_init_kaiming_uniform_f64(double *w, int64_t n, int64_t fan_in, DlrtRng *rng);
+void dlrt_init_constant_f64(double *w, int64_t n, double value);
 
 /* ------------------------------------------------------------------------ */
 /* data.c                                                                   */
@@ -166,23 +168,6 @@ void dlrt_batcher_next_epoch(DlrtBatcher *b);
 void dlrt_batcher_free(DlrtBatcher *b);
 
 /* ------------------------------------------------------------------------ */
-/* loss.c                                                                   */
-/* ------------------------------------------------------------------------ */
-
-/* Mean cross-entropy of n rows of logits (classes each) against labels,
- * through log-sum-exp: never negative, finite for finite logits.  When grad
- * is not NULL it receives d(loss)/d(logits) (softmax - onehot) / n.  A label
- * outside [0, classes) gives NAN and a zero gradient; n == 0 gives 0. */
-double dlrt_cross_entropy(const float *logits, const int32_t *labels, int64_t n,
-                          int64_t classes, float *grad);
-/* Mean squared error over n * size values; grad as above (may be NULL). */
-double dlrt_mse(const float *pred, const float *target, int64_t n, int64_t size,
-                float *grad);
-/* Rows whose largest logit (the first, on ties) is at the label. */
-int64_t dlrt_count_correct(const float *logits, const int32_t *labels, int64_t n,
-                           int64_t classes);
-
-/* ------------------------------------------------------------------------ */
 /* safetensors.c                                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -230,7 +215,7 @@ void dlrt_meta_free(DlrtMeta *meta, int nmeta);
 /* ------------------------------------------------------------------------ */
 
 /* What generated code calls for each op of the IR.  Tensors are dense,
- * row-major, f32, batch first: an image batch is [n, c, h, w].  n is the
+ * row-major, batch first: an image batch is [n, c, h, w].  n is the
  * batch of this call; every other size is the network's, known when the
  * code was generated.  Outputs are overwritten (not accumulated into) and
  * must not alias inputs unless a kernel says so.  Semantics are PyTorch's;
@@ -249,44 +234,6 @@ typedef struct DlrtConv {
     int64_t groups;
 } DlrtConv;
 
-/* Floats of scratch memory the convolution kernels need for a batch of n
- * (an im2col buffer); the caller provides it.  Today the size does not
- * depend on n (one buffer serves every sample); n is there for per-thread
- * buffers once the kernels use OpenMP. */
-int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int64_t n);
-/* y[n,f,oh,ow] = conv(x[n,c,h,w], w[f,c/groups,kh,kw]) + b[f] (b may be NULL). */
-void dlrt_conv2d_forward(const DlrtConv *cv, int64_t n, const float *x, const float *w,
-                         const float *b, float *y, float *work);
-/* dx[n,c,h,w] from dy[n,f,oh,ow] and w. */
-void dlrt_conv2d_backward_input(const DlrtConv *cv, int64_t n, const float *dy,
-                                const float *w, float *dx, float *work);
-/* dw[f,c/groups,kh,kw], summed over the batch, from dy and x. */
-void dlrt_conv2d_backward_weight(const DlrtConv *cv, int64_t n, const float *dy,
-                                 const float *x, float *dw, float *work);
-
-/* y[n,out] = x[n,in] w[out,in]^T + b[out] (b may be NULL) (torch.nn.Linear). */
-void dlrt_dense_forward(int64_t n, int64_t in, int64_t out, const float *x, const float *w,
-                        const float *b, float *y);
-/* dx[n,in] = dy[n,out] w[out,in] */
-void dlrt_dense_backward_input(int64_t n, int64_t in, int64_t out, const float *dy,
-                               const float *w, float *dx);
-/* dw[out,in] = dy^T x, summed over the batch */
-void dlrt_dense_backward_weight(int64_t n, int64_t in, int64_t out, const float *dy,
-                                const float *x, float *dw);
-/* db[c] = the sum of dy[n,c,spatial] over n and spatial (a bias gradient). */
-void dlrt_bias_backward(int64_t n, int64_t c, int64_t spatial, const float *dy, float *db);
-
-/* Elementwise over count values.  The backward kernels take the forward
- * result y (relu: y > 0; sigmoid: y (1 - y); tanh: 1 - y^2). */
-void dlrt_relu_forward(int64_t count, const float *x, float *y);
-void dlrt_relu_backward(int64_t count, const float *dy, const float *y, float *dx);
-void dlrt_sigmoid_forward(int64_t count, const float *x, float *y);
-void dlrt_sigmoid_backward(int64_t count, const float *dy, const float *y, float *dx);
-void dlrt_tanh_forward(int64_t count, const float *x, float *y);
-void dlrt_tanh_backward(int64_t count, const float *dy, const float *y, float *dx);
-/* y = a + b; y may alias a or b. */
-void dlrt_add(int64_t count, const float *a, const float *b, float *y);
-
 /* Max and average pooling's geometry (torch.nn.MaxPool2d, AvgPool2d). */
 typedef struct DlrtPool {
     int64_t c, h, w, oh, ow;
@@ -294,37 +241,23 @@ typedef struct DlrtPool {
     bool count_include_pad; /* average pooling: divide by the whole window */
 } DlrtPool;
 
-void dlrt_maxpool_forward(const DlrtPool *p, int64_t n, const float *x, float *y);
-/* dx from dy, finding each window's maximum (the first, on ties) in x again. */
-void dlrt_maxpool_backward(const DlrtPool *p, int64_t n, const float *dy, const float *x,
-                           float *dx);
-void dlrt_avgpool_forward(const DlrtPool *p, int64_t n, const float *x, float *y);
-void dlrt_avgpool_backward(const DlrtPool *p, int64_t n, const float *dy, float *dx);
-/* y[n,c] = the mean of x[n,c,hw]; backward spreads dy[n,c] / hw. */
-void dlrt_globalavgpool_forward(int64_t n, int64_t c, int64_t hw, const float *x, float *y);
-void dlrt_globalavgpool_backward(int64_t n, int64_t c, int64_t hw, const float *dy, float *dx);
-
-/* Softmax over the middle dimension of [outer, axis, inner] (outer includes
- * the batch); backward dx = y (dy - sum(dy y)) along the axis. */
-void dlrt_softmax_forward(int64_t outer, int64_t axis, int64_t inner, const float *x, float *y);
-void dlrt_softmax_backward(int64_t outer, int64_t axis, int64_t inner, const float *dy,
-                           const float *y, float *dx);
-
-/* Copies a block: for each of outer rows, len floats from src + row *
- * src_stride + src_offset to dst + row * dst_stride + dst_offset.  concat is
- * one call per operand, and its gradient (slice) one per result. */
-void dlrt_copy_rows(int64_t outer, int64_t len, const float *src, int64_t src_stride,
-                    int64_t src_offset, float *dst, int64_t dst_stride, int64_t dst_offset);
-
-/* The updates of torch.optim.SGD and torch.optim.Adam for one parameter of
- * count values, in place.  g is the gradient (left unchanged);
- * momentum_buffer is NULL without momentum (and ignored when momentum is 0).
- * Adam's step is 1 on the first update; a smaller step is taken as 1. */
-void dlrt_sgd_update(int64_t count, const float *g, float lr, float momentum, bool nesterov,
-                     float weight_decay, float *p, float *momentum_buffer);
-void dlrt_adam_update(int64_t count, const float *g, float lr, int32_t step, float beta1,
-                      float beta2, float eps, float weight_decay, float *p, float *exp_avg,
-                      float *exp_avg_sq);
+/* Floats of scratch memory the convolution kernels need for a batch of n
+ * (an im2col buffer); the caller provides it.  Today the size does not
+ * depend on n (one buffer serves every sample); n is there for per-thread
+ * buffers once the kernels use OpenMP. */
+int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int64_t n);
+/* The kernels, for float and (with the suffix _f64) for double: see
+ * dlrt_kernels.h.  f64 serves gradient checks by finite differences. */
+#define DLRT_REAL float
+#define DLRT_K(f) f
+#include "dlrt_kernels.h"
+#undef DLRT_REAL
+#undef DLRT_K
+#define DLRT_REAL double
+#define DLRT_K(f) f##_f64
+#include "dlrt_kernels.h"
+#undef DLRT_REAL
+#undef DLRT_K
 
 /* ------------------------------------------------------------------------ */
 /* program.c                                                                */

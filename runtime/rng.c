@@ -59,3 +59,16 @@ void dlrt_init_constant(float *w, int64_t n, float value) {
     for (int64_t i = 0; i < n; i++)
         w[i] = value;
 }
+
+/* The f64 twins draw the same floats, so that a network created in f64 from
+ * a seed holds exactly the f32 network's weights from that seed. */
+void dlrt_init_kaiming_uniform_f64(double *w, int64_t n, int64_t fan_in, DlrtRng *rng) {
+    float bound = fan_in > 0 ? (float)(1.0 / sqrt((double)fan_in)) : 0.0f;
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (double)((2.0f * dlrt_rng_uniform(rng) - 1.0f) * bound);
+}
+
+void dlrt_init_constant_f64(double *w, int64_t n, double value) {
+    for (int64_t i = 0; i < n; i++)
+        w[i] = value;
+}

@@ -1,0 +1,99 @@
+/* dlrt_kernels.h — the kernels' prototypes, for one element type.
+ *
+ * dlrt.h includes this file twice: with DLRT_REAL float and DLRT_K(f) f
+ * (dlrt_relu_forward), then with double and f##_f64
+ * (dlrt_relu_forward_f64).  Include dlrt.h, not this file; it has no
+ * include guard on purpose.  The sizes, layouts and conventions are those
+ * described in dlrt.h above the kernels. */
+
+/* y[n,f,oh,ow] = conv(x[n,c,h,w], w[f,c/groups,kh,kw]) + b[f] (b may be NULL). */
+void DLRT_K(dlrt_conv2d_forward)(const DlrtConv *cv, int64_t n, const DLRT_REAL *x,
+                                 const DLRT_REAL *w, const DLRT_REAL *b, DLRT_REAL *y,
+                                 DLRT_REAL *work);
+/* dx[n,c,h,w] from dy[n,f,oh,ow] and w. */
+void DLRT_K(dlrt_conv2d_backward_input)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
+                                        const DLRT_REAL *w, DLRT_REAL *dx, DLRT_REAL *work);
+/* dw[f,c/groups,kh,kw], summed over the batch, from dy and x. */
+void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
+                                         const DLRT_REAL *x, DLRT_REAL *dw, DLRT_REAL *work);
+
+/* y[n,out] = x[n,in] w[out,in]^T + b[out] (b may be NULL) (torch.nn.Linear). */
+void DLRT_K(dlrt_dense_forward)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *x,
+                                const DLRT_REAL *w, const DLRT_REAL *b, DLRT_REAL *y);
+/* dx[n,in] = dy[n,out] w[out,in] */
+void DLRT_K(dlrt_dense_backward_input)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,
+                                       const DLRT_REAL *w, DLRT_REAL *dx);
+/* dw[out,in] = dy^T x, summed over the batch */
+void DLRT_K(dlrt_dense_backward_weight)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,
+                                        const DLRT_REAL *x, DLRT_REAL *dw);
+/* db[c] = the sum of dy[n,c,spatial] over n and spatial (a bias gradient). */
+void DLRT_K(dlrt_bias_backward)(int64_t n, int64_t c, int64_t spatial, const DLRT_REAL *dy,
+                                DLRT_REAL *db);
+
+/* Elementwise over count values.  The backward kernels take the forward
+ * result y (relu: y > 0; sigmoid: y (1 - y); tanh: 1 - y^2). */
+void DLRT_K(dlrt_relu_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_relu_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
+                                DLRT_REAL *dx);
+void DLRT_K(dlrt_sigmoid_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_sigmoid_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
+                                   DLRT_REAL *dx);
+void DLRT_K(dlrt_tanh_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_tanh_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
+                                DLRT_REAL *dx);
+/* y = a + b; y may alias a or b. */
+void DLRT_K(dlrt_add)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b, DLRT_REAL *y);
+
+void DLRT_K(dlrt_maxpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
+                                  DLRT_REAL *y);
+/* dx from dy, finding each window's maximum (the first, on ties) in x again. */
+void DLRT_K(dlrt_maxpool_backward)(const DlrtPool *p, int64_t n, const DLRT_REAL *dy,
+                                   const DLRT_REAL *x, DLRT_REAL *dx);
+void DLRT_K(dlrt_avgpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
+                                  DLRT_REAL *y);
+void DLRT_K(dlrt_avgpool_backward)(const DlrtPool *p, int64_t n, const DLRT_REAL *dy,
+                                   DLRT_REAL *dx);
+/* y[n,c] = the mean of x[n,c,hw]; backward spreads dy[n,c] / hw. */
+void DLRT_K(dlrt_globalavgpool_forward)(int64_t n, int64_t c, int64_t hw, const DLRT_REAL *x,
+                                        DLRT_REAL *y);
+void DLRT_K(dlrt_globalavgpool_backward)(int64_t n, int64_t c, int64_t hw, const DLRT_REAL *dy,
+                                         DLRT_REAL *dx);
+
+/* Softmax over the middle dimension of [outer, axis, inner] (outer includes
+ * the batch); backward dx = y (dy - sum(dy y)) along the axis. */
+void DLRT_K(dlrt_softmax_forward)(int64_t outer, int64_t axis, int64_t inner,
+                                  const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_softmax_backward)(int64_t outer, int64_t axis, int64_t inner,
+                                   const DLRT_REAL *dy, const DLRT_REAL *y, DLRT_REAL *dx);
+
+/* Copies a block: for each of outer rows, len floats from src + row *
+ * src_stride + src_offset to dst + row * dst_stride + dst_offset.  concat is
+ * one call per operand, and its gradient (slice) one per result. */
+void DLRT_K(dlrt_copy_rows)(int64_t outer, int64_t len, const DLRT_REAL *src,
+                            int64_t src_stride, int64_t src_offset, DLRT_REAL *dst,
+                            int64_t dst_stride, int64_t dst_offset);
+
+/* The updates of torch.optim.SGD and torch.optim.Adam for one parameter of
+ * count values, in place.  g is the gradient (left unchanged);
+ * momentum_buffer is NULL without momentum (and ignored when momentum is 0).
+ * Adam's step is 1 on the first update; a smaller step is taken as 1. */
+void DLRT_K(dlrt_sgd_update)(int64_t count, const DLRT_REAL *g, DLRT_REAL lr,
+                             DLRT_REAL momentum, bool nesterov, DLRT_REAL weight_decay,
+                             DLRT_REAL *p, DLRT_REAL *momentum_buffer);
+void DLRT_K(dlrt_adam_update)(int64_t count, const DLRT_REAL *g, DLRT_REAL lr, int32_t step,
+                              DLRT_REAL beta1, DLRT_REAL beta2, DLRT_REAL eps,
+                              DLRT_REAL weight_decay, DLRT_REAL *p, DLRT_REAL *exp_avg,
+                              DLRT_REAL *exp_avg_sq);
+
+/* Mean cross-entropy of n rows of logits (classes each) against labels,
+ * through log-sum-exp: never negative, finite for finite logits.  When grad
+ * is not NULL it receives d(loss)/d(logits) (softmax - onehot) / n.  A label
+ * outside [0, classes) gives NAN and a zero gradient; n == 0 gives 0. */
+double DLRT_K(dlrt_cross_entropy)(const DLRT_REAL *logits, const int32_t *labels, int64_t n,
+                                  int64_t classes, DLRT_REAL *grad);
+/* Mean squared error over n * size values; grad as above (may be NULL). */
+double DLRT_K(dlrt_mse)(const DLRT_REAL *pred, const DLRT_REAL *target, int64_t n, int64_t size,
+                        DLRT_REAL *grad);
+/* Rows whose largest logit (the first, on ties) is at the label. */
+int64_t DLRT_K(dlrt_count_correct)(const DLRT_REAL *logits, const int32_t *labels, int64_t n,
+                                   int64_t classes);
