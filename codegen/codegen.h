@@ -7,6 +7,15 @@
 
 #include "../ir/ir.h"
 
+/* How a target writes its files. */
+typedef struct DlcEmitOptions {
+    DlcDType dtype;     /* the element type of the generated code: DLC_F32, or
+                           DLC_F64 for exact gradient checks */
+    const char *suffix; /* appended to each network's name in file and
+                           function names ("_f64": lenet5_f64.c, lenet5_f64_create),
+                           so that two generations link into one program */
+} DlcEmitOptions;
+
 typedef struct DlcTarget {
     const char *name;    /* as in --emit= */
     const char *summary; /* for --help */
@@ -15,7 +24,7 @@ typedef struct DlcTarget {
     const char *const *passes;
     /* Writes the target's files for m into the folder dir (which exists).
        Reports errors through ctx and returns false after any. */
-    bool (*emit)(DlcCtx *ctx, const DlcModule *m, const char *dir);
+    bool (*emit)(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *dir);
 } DlcTarget;
 
 /* codegen.c */

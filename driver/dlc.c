@@ -37,6 +37,8 @@ typedef struct Options {
     bool split_input;
     const char *include_dirs[MAX_LIST];
     int ninclude;
+    bool dtype_given;
+    DlcEmitOptions codegen;      /* --dtype */
 } Options;
 
 static void usage(FILE *out) {
@@ -51,6 +53,8 @@ static void usage(FILE *out) {
         "                         NAME.c for the CPU, into the folder -o), exe (a program\n"
         "                         that trains and evaluates the network); by default exe\n"
         "                         with -o FILE, ir with -o FILE.dlir or without -o\n"
+        "  --dtype=f32|f64        the element type of --emit=c code (default f32; f64\n"
+        "                         for exact gradient checks)\n"
         "  --passes=P1,P2,...     run exactly these passes (default: the standard\n"
         "                         pipeline for .dl input, none for .dlir input)\n"
         "  --print-after=P1,...   print the IR to standard error after these passes\n"
@@ -141,9 +145,10 @@ static void check_pass_names(const char *const *names, bool allow_elaborate) {
 
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
-           OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR };
+           OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
+        {"dtype", required_argument, NULL, OPT_DTYPE},
         {"passes", required_argument, NULL, OPT_PASSES},
         {"print-after", required_argument, NULL, OPT_PRINT_AFTER},
         {"print-after-all", no_argument, NULL, OPT_PRINT_AFTER_ALL},
@@ -193,6 +198,14 @@ static void parse_options(int argc, char **argv, Options *o) {
                 exit(2);
             }
             break;
+        case OPT_DTYPE:
+            if (strcmp(optarg, "f32") != 0 && strcmp(optarg, "f64") != 0) {
+                fprintf(stderr, "dlc: error: --dtype takes f32 or f64, not '%s'\n", optarg);
+                exit(2);
+            }
+            o->codegen.dtype = optarg[1] == '6' ? DLC_F64 : DLC_F32;
+            o->dtype_given = true;
+            break;
         case OPT_PASSES:
             split_list(optarg, o->passes, MAX_LIST, 0);
             check_pass_names(o->passes, false);
@@ -235,6 +248,11 @@ static void parse_options(int argc, char **argv, Options *o) {
     }
     if (o->emit == EMIT_EXE && !o->output) {
         fprintf(stderr, "dlc: error: --emit=exe writes a program: name it with -o FILE\n");
+        exit(2);
+    }
+    if (o->dtype_given && o->emit != EMIT_C) {
+        fprintf(stderr, "dlc: error: --dtype applies to --emit=c (a program is f32, with an "
+                "f64 copy for its gradcheck)\n");
         exit(2);
     }
     if (o->emit == EMIT_C && !o->output) {
@@ -339,14 +357,22 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
         dlc_error(ctx, net->loc, "network '%s' cannot be a program yet: the program trains "
                   "and evaluates classifiers (one f32 input, one output, a train section "
                   "with loss cross_entropy); use --emit=c to embed it", net->name);
-    ok = ok && target->emit(ctx, m, dir);
-    char hfile[300];
+    /* the network in f32, and in f64 for the program's gradcheck */
+    const DlcEmitOptions f32 = {.dtype = DLC_F32}, f64 = {.dtype = DLC_F64, .suffix = "_f64"};
+    ok = ok && target->emit(ctx, m, &f32, dir) && target->emit(ctx, m, &f64, dir);
+    char hfile[300], cfile64[300], hfile64[300];
     snprintf(hfile, sizeof hfile, "%s/%s.h", dir, net->name);
+    snprintf(cfile64, sizeof cfile64, "%s/%s_f64.c", dir, net->name);
+    snprintf(hfile64, sizeof hfile64, "%s/%s_f64.h", dir, net->name);
     FILE *f = ok ? fopen(mainfile, "w") : NULL;
     if (f) {
-        fprintf(f, "/* The program's main, written by dlc. */\n#include \"%s.h\"\n\n"
-                   "int main(int argc, char **argv) { return dlrt_main(argc, argv, &%s_model); }\n",
-                net->name, net->name);
+        fprintf(f, "/* The program's main, written by dlc. */\n#include \"%s.h\"\n"
+                   "#include \"%s_f64.h\"\n\n"
+                   "int main(int argc, char **argv) {\n"
+                   "    DlrtModel model = %s_model;\n"
+                   "    model.check = &%s_f64_check;\n"
+                   "    return dlrt_main(argc, argv, &model);\n}\n",
+                net->name, net->name, net->name, net->name);
         ok = fclose(f) == 0;
     } else if (ok) {
         dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", mainfile, strerror(errno));
@@ -360,6 +386,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
         argv[n++] = "-I" DLC_RUNTIME_INCLUDE;
         argv[n++] = inc;
         argv[n++] = cfile;
+        argv[n++] = cfile64;
         argv[n++] = mainfile;
         argv[n++] = DLC_RUNTIME_LIB;
         n = add_words(argv, n, 60, libs);
@@ -380,6 +407,8 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     unlink(mainfile);
     unlink(cfile);
     unlink(hfile);
+    unlink(cfile64);
+    unlink(hfile64);
     if (ok || !getenv("DLC_KEEP_TEMPS"))
         rmdir(dir);
     return ok;
@@ -430,7 +459,8 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     }
     if (target) {
         bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, o->output)
-                                      : dlc_make_dir(ctx, o->output) && target->emit(ctx, m, o->output);
+                                      : dlc_make_dir(ctx, o->output) &&
+                                            target->emit(ctx, m, &o->codegen, o->output);
         dlc_module_free(m);
         return ok && ctx->nerrors == errors;
     }

@@ -10,12 +10,15 @@
  * Sectioned by the file that implements each part:
  *   error.c        status codes and messages
  *   rng.c          the seeded random generator; parameter initialization
+ *   threads.c      the kernels' thread count
  *   data.c         datasets: IDX (gzip or plain), NumPy .npy, CSV; scaling
+ *   pgm.c          grayscale PGM images, for predictions
  *   batch.c        shuffling and batching
  *   loss.c         losses and accuracy
  *   safetensors.c  checkpoints in the safetensors format
  *   kernels.c      the ops' computations, forward and backward, in f32
- *   program.c      the command line of a generated program
+ *   program.c      the command line of a generated program (with train.c,
+ *                  predict.c and bench.c, which share runtime/program.h)
  */
 #ifndef DLRT_H
 #define DLRT_H
@@ -82,6 +85,18 @@ void dlrt_init_kaiming_uniform_f64(double *w, int64_t n, int64_t fan_in, DlrtRng
 void dlrt_init_constant_f64(double *w, int64_t n, double value);
 
 /* ------------------------------------------------------------------------ */
+/* threads.c                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Sets the number of threads the kernels use: OpenBLAS's (which caps it at
+ * the maximum it was built for, 64 on Debian 12) and, in a build with
+ * OpenMP, OpenMP's.  It is process-wide state of those libraries, so call
+ * it once, before the work; n < 1 is taken as 1.  The same seed and thread
+ * count give bit-identical results; another thread count may change the
+ * last bits of sums. */
+void dlrt_set_threads(int n);
+
+/* ------------------------------------------------------------------------ */
 /* data.c                                                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -109,8 +124,10 @@ typedef struct DlrtDataset {
                                              shapes are kept as stored) */
     int64_t sample_size;                  /* elements per sample */
     float *x;                             /* count * sample_size, scaled */
-    int32_t *y;                           /* count labels */
-    int32_t num_classes;                  /* 1 + the largest label */
+    int32_t *y;                           /* count labels; NULL for images
+                                             alone (the *_images loaders) */
+    int32_t num_classes;                  /* 1 + the largest label; 0
+                                             without labels */
 } DlrtDataset;
 
 /* Every loader reads files gzip-compressed or not (told by content, not by
@@ -136,23 +153,46 @@ DlrtStatus dlrt_load_npy(DlrtDataset *ds, const char *images, const char *labels
  * one-dimensional. */
 DlrtStatus dlrt_load_csv(DlrtDataset *ds, const char *path, int label_column, bool header,
                          const DlrtScaling *scaling, DlrtError *err);
+/* Images without labels, to classify (y is NULL).  An IDX images file,
+ * count first, as dlrt_load_idx reads it (one image is a count of 1). */
+DlrtStatus dlrt_load_idx_images(DlrtDataset *ds, const char *path, const DlrtScaling *scaling,
+                                DlrtError *err);
+/* A .npy file of images: an array of rank sample_rank (the network's) is
+ * one sample; any other rank has the count first.  Shapes and scaling as
+ * dlrt_load_npy. */
+DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_rank,
+                                const DlrtScaling *scaling, DlrtError *err);
 /* Checks that every sample has the shape a network expects and every label
- * is below num_classes; the message names the first offender. */
+ * (if there are labels) is below num_classes; the message names the first
+ * offender. */
 DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
                               int32_t num_classes, DlrtError *err);
 void dlrt_dataset_free(DlrtDataset *ds);
+
+/* ------------------------------------------------------------------------ */
+/* pgm.c                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* A grayscale Netpbm image (PGM: binary P5 or ASCII P2, maxval 1 to 65535,
+ * gzip-compressed or not) as a dataset of one sample of shape {1, height,
+ * width} without labels; a pixel becomes value / maxval, in [0, 1], as
+ * 8-bit training data scales by 1/255.  One image per file. */
+DlrtStatus dlrt_load_pgm(DlrtDataset *ds, const char *path, DlrtError *err);
 
 /* ------------------------------------------------------------------------ */
 /* batch.c                                                                  */
 /* ------------------------------------------------------------------------ */
 
 /* Walks a dataset in batches, in a new seeded random order each epoch (or
- * in order).  The last batch of an epoch may be smaller. */
+ * in order).  The last batch of an epoch may be smaller.  The order of an
+ * epoch is a function of the seed and the epoch's number alone, so a run
+ * resumed at epoch e sees what an uninterrupted run sees. */
 typedef struct DlrtBatcher {
     const DlrtDataset *ds;
     int64_t batch;     /* samples per batch */
     bool shuffle;
-    DlrtRng rng;
+    uint64_t seed;     /* the run's seed, from which each epoch's comes */
+    int64_t epoch;     /* the epoch being walked, 0-based */
     int64_t *order;    /* a permutation of the samples, for this epoch */
     int64_t pos;       /* next position in order */
 } DlrtBatcher;
@@ -163,7 +203,10 @@ DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batc
  * labels; either may be NULL) and returns how many samples it holds: 0 once
  * the epoch is over.  The dataset must outlive the batcher. */
 int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y);
-/* Starts the next epoch (reshuffling when shuffling). */
+/* Starts epoch `epoch` (0-based; init starts epoch 0), in its own order
+ * when shuffling. */
+void dlrt_batcher_start_epoch(DlrtBatcher *b, int64_t epoch);
+/* Starts the next epoch: dlrt_batcher_start_epoch(b, b->epoch + 1). */
 void dlrt_batcher_next_epoch(DlrtBatcher *b);
 void dlrt_batcher_free(DlrtBatcher *b);
 
@@ -266,6 +309,18 @@ int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int64_t n);
 /* A compiled classifier as the command line sees it: what the generated
  * code knows of the network, the train section's defaults, and its API
  * (with the network object as void *). */
+/* A network generated in f64 (dlc emits NAME_f64_check beside NAME_model
+ * for a program): what the gradient check needs.  Tensors are in the same
+ * order as the model's, and the same seed creates the same weights. */
+typedef struct DlrtCheck {
+    DlrtStatus (*create)(void **net, int64_t max_batch, uint64_t seed, DlrtError *err);
+    void (*free)(void *net);
+    DlrtTensor (*tensor)(void *net, int i);
+    DlrtTensor (*gradient)(void *net, int i);
+    DlrtStatus (*gradients)(void *net, int64_t n, const double *x, const int32_t *labels,
+                            double *loss, DlrtError *err);
+} DlrtCheck;
+
 typedef struct DlrtModel {
     const char *name;          /* the network: "lenet5" */
     const char *source;        /* the .dl file it was compiled from */
@@ -296,11 +351,44 @@ typedef struct DlrtModel {
                        DlrtError *err);
     DlrtStatus (*load)(void *net, const char *path, DlrtMeta **meta, int *nmeta,
                        DlrtError *err);
+    /* parameters and buffers (ntensors), gradients of the last gradients()
+       call (data NULL for a buffer), and the step without its update */
+    int ntensors;
+    DlrtTensor (*tensor)(void *net, int i);
+    DlrtTensor (*gradient)(void *net, int i);
+    DlrtStatus (*gradients)(void *net, int64_t n, const float *x, const int32_t *labels,
+                            float *loss, DlrtError *err);
+    /* the same network generated in f64, for gradcheck; NULL if not linked */
+    const struct DlrtCheck *check;
 } DlrtModel;
 
 /* The generated program's main: `train`, `eval`, `info`, with --help.
  * Returns the exit status: 0 on success, 1 on errors in data, files or
  * training, 2 on bad usage. */
+/* gradcheck.c: the gradient check of a program (see its comment). */
+typedef struct DlrtGradcheck {
+    int64_t batch;          /* samples in the random batch */
+    uint64_t seed;          /* weights (unless weights is set), batch, entries */
+    const char *weights;    /* a checkpoint to check at, or NULL */
+    int64_t entries;        /* finite differences per tensor, at most */
+    double step;            /* h of (L(w + h) - L(w - h)) / 2h */
+} DlrtGradcheck;
+
+typedef struct DlrtGradcheckResult {
+    double loss;            /* the f64 loss on the batch */
+    double worst;           /* the largest relative error, f64 vs finite differences */
+    char where[160];        /* its entry: "c1.weight[17]" */
+    double analytic, numeric;
+    double worst_f32;       /* the largest relative error, f32 vs f64 gradients */
+    int64_t checked;        /* entries compared with finite differences */
+    int tensors;            /* trainable tensors */
+} DlrtGradcheckResult;
+
+/* Prints a table of the errors per tensor to standard output and fills res;
+ * fails only when the check cannot run (judging the errors is the caller's). */
+DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradcheckResult *res,
+                          DlrtError *err);
+
 int dlrt_main(int argc, char **argv, const DlrtModel *model);
 
 #ifdef __cplusplus

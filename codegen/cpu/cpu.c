@@ -68,6 +68,9 @@ typedef struct Cpu {
     const DlcValue **params; /* every parameter and buffer, in block order */
     int nparams, capparams;
     int64_t param_floats;
+    const char *real;       /* the element type in C: float, double */
+    const char *k;          /* the kernels' suffix for it: "", "_f64" */
+    bool f64;
     DlcArena arena;         /* names and slots */
     bool ok;
 } Cpu;
@@ -136,19 +139,20 @@ static const char *where(Cpu *cpu, const Slots *s, const DlcValue *v) {
     return "?";
 }
 
-static const char *ctype(const DlcValue *v) {
-    return v->type.dtype == DLC_I32 ? "int32_t" : "float";
+static const char *ctype(const Cpu *cpu, const DlcValue *v) {
+    return v->type.dtype == DLC_I32 ? "int32_t" : cpu->real;
 }
 
 /* ---- one function per op -------------------------------------------------- */
 
-/* A C float literal for x: "0.9f", "1e-08f", "0.0f". */
+/* A C literal of the element type for x: "0.9f", "1e-08f", "0.0f" (f32);
+ * "0.9", "1e-08", "0.0" (f64). */
 static const char *cfloat(Cpu *cpu, double x) {
     char buf[64];
     snprintf(buf, sizeof buf, "%.9g", x);
     if (!strpbrk(buf, ".eEn"))
         strcat(buf, ".0");
-    return dlc_arena_printf(&cpu->arena, "%sf", buf);
+    return dlc_arena_printf(&cpu->arena, "%s%s", buf, cpu->f64 ? "" : "f");
 }
 
 static int64_t attr_i(const DlcOp *op, const char *name) {
@@ -254,7 +258,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             (long long)y->type.dims[0], (long long)(y->type.dims[1] * y->type.dims[2]));
         return true;
     case DLC_OP_FLATTEN: case DLC_OP_RESHAPE:
-        put(o, "    memcpy(r0, a0, sizeof(float) * n * %lld);\n", ne);
+        put(o, "    memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
         return true;
     case DLC_OP_CONCAT: {
         int axis = norm_axis(attr_i(op, "axis"), y->type.rank);
@@ -293,13 +297,13 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     }
     case DLC_OP_CROSS_ENTROPY:
-        put(o, "    r0[0] = (float)dlrt_cross_entropy(a0, a1, n, %lld, NULL);\n", ne);
+        put(o, "    r0[0] = (%s)dlrt_cross_entropy(a0, a1, n, %lld, NULL);\n", cpu->real, ne);
         return true;
     case DLC_OP_CROSS_ENTROPY_GRAD:
         put(o, "    dlrt_cross_entropy(a0, a1, n, %lld, r0);\n", ne);
         return true;
     case DLC_OP_MSE:
-        put(o, "    r0[0] = (float)dlrt_mse(a0, a1, n, %lld, NULL);\n", ne);
+        put(o, "    r0[0] = (%s)dlrt_mse(a0, a1, n, %lld, NULL);\n", cpu->real, ne);
         return true;
     case DLC_OP_MSE_GRAD:
         put(o, "    dlrt_mse(a0, a1, n, %lld, r0);\n", ne);
@@ -342,6 +346,27 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     }
 }
 
+/* The body of op's function, with the kernels of the element type: put_body
+ * writes the f32 kernels' names (dlrt_relu_forward), which f64 code calls
+ * with the suffix _f64 (every call in a body is a kernel's). */
+static void put_kernel_calls(Cpu *cpu, Out *o, const DlcOp *op) {
+    Out body = {.name = o->name};
+    body.f = open_memstream(&body.buf, &body.len);
+    cpu->ok &= put_body(cpu, &body, op);
+    fclose(body.f);
+    for (const char *p = body.buf; *p;) {
+        const char *call = strstr(p, "dlrt_");
+        if (!call) {
+            put(o, "%s", p);
+            break;
+        }
+        size_t len = strspn(call, "abcdefghijklmnopqrstuvwxyz0123456789_");
+        put(o, "%.*s%s", (int)(call + len - p), p, call[len] == '(' ? cpu->k : "");
+        p = call + len;
+    }
+    free(body.buf);
+}
+
 static bool writes_operand(const DlcOp *op, int i) {
     /* updates change their parameter and state in place */
     return dlc_op_is_update(op->kind) && i >= op->nin - op->nparams;
@@ -378,17 +403,17 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
     for (int i = 0; i < op->nin; i++) {
         const DlcValue *v = op->in[i];
         if (!v->type.batched && v->type.rank == 0 && v->kind == DLC_VAL_INPUT)
-            put(o, ", %s a%d", ctype(v), i); /* a scalar input: lr, step */
+            put(o, ", %s a%d", ctype(cpu, v), i); /* a scalar input: lr, step */
         else
-            put(o, ", %s%s *restrict a%d", writes_operand(op, i) ? "" : "const ", ctype(v), i);
+            put(o, ", %s%s *restrict a%d", writes_operand(op, i) ? "" : "const ", ctype(cpu, v), i);
     }
     for (int r = 0; r < op->nout; r++)
-        put(o, ", %s *restrict r%d", ctype(op->out[r]), r);
+        put(o, ", %s *restrict r%d", ctype(cpu, op->out[r]), r);
     if (uses_work(op))
-        put(o, ", float *restrict work");
+        put(o, ", %s *restrict work", cpu->real);
     put(o, ") {\n");
     put(o, "    (void)n;\n");
-    cpu->ok &= put_body(cpu, o, op);
+    put_kernel_calls(cpu, o, op);
     put(o, "}\n");
     if (located) /* back to this file's own lines */
         put(o, "#line %d \"%s\"\n", o->line + 2, o->name);
@@ -401,18 +426,20 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const Slots *s,
     const char **fn = dlc_arena_alloc(&cpu->arena, sizeof(char *) * (size_t)(net->nops + 1));
     for (int i = 0; i < net->nops; i++)
         fn[i] = op_function(cpu, o, net->ops[i], i, tag);
-    put(o, "\nstatic void run_%s(%s *net, int64_t n", tag, cpu->type);
+    bool train = net == cpu->train;
+    put(o, "\nstatic void run_%s(%s *net, int64_t n%s", tag, cpu->type,
+        train ? ", bool update" : "");
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *v = net->inputs[i];
         if (v->type.batched)
-            put(o, ", const %s *restrict %s", ctype(v), ident(cpu, v->name));
+            put(o, ", const %s *restrict %s", ctype(cpu, v), ident(cpu, v->name));
         else if (v->type.dtype != DLC_I32)
-            put(o, ", %s %s", ctype(v), ident(cpu, v->name));
+            put(o, ", %s %s", ctype(cpu, v), ident(cpu, v->name));
     }
     put(o, ") {\n");
     for (int i = 0; i < net->nops; i++) {
         const DlcOp *op = net->ops[i];
-        put(o, "    %s(n", fn[i]);
+        put(o, "    %s%s(n", dlc_op_is_update(op->kind) ? "if (update)\n        " : "", fn[i]);
         for (int j = 0; j < op->nin; j++)
             put(o, ", %s", where(cpu, s, op->in[j]));
         for (int r = 0; r < op->nout; r++)
@@ -431,7 +458,7 @@ static void put_inputs(Cpu *cpu, Out *o, const DlcNetwork *net) {
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *v = net->inputs[i];
         if (v->type.batched)
-            put(o, ", const %s *%s", ctype(v), ident(cpu, v->name));
+            put(o, ", const %s *%s", ctype(cpu, v), ident(cpu, v->name));
     }
 }
 
@@ -469,14 +496,21 @@ static void put_header(Cpu *cpu, Out *o) {
     put(o, "DlrtStatus %s_forward(%s *net, int64_t n", p, T);
     put_inputs(cpu, o, net);
     for (int i = 0; i < net->noutputs; i++)
-        put(o, ", float *out%d", i);
+        put(o, ", %s *out%d", cpu->real, i);
     put(o, ", DlrtError *err);\n");
     if (cpu->train) {
         put(o, "/* One training step on n <= max_batch samples with learning rate lr:\n"
                " * forward, loss (into *loss), backward, weight update. */\n");
         put(o, "DlrtStatus %s_train_step(%s *net, int64_t n", p, T);
         put_inputs(cpu, o, cpu->train);
-        put(o, ", float lr, float *loss, DlrtError *err);\n");
+        put(o, ", %s lr, %s *loss, DlrtError *err);\n", cpu->real, cpu->real);
+        put(o, "/* The same step without the update and without counting a step: the loss\n"
+               " * and every gradient, which %s_gradient then shows (for gradient checks). */\n", p);
+        put(o, "DlrtStatus %s_gradients(%s *net, int64_t n", p, T);
+        put_inputs(cpu, o, cpu->train);
+        put(o, ", %s *loss, DlrtError *err);\n", cpu->real);
+        put(o, "/* The gradient of tensor i from the last step (data NULL for a buffer). */\n");
+        put(o, "DlrtTensor %s_gradient(%s *net, int i);\n", p, T);
     }
     put(o, "/* Checkpoints: every parameter and buffer, by name, in safetensors.  load\n"
            " * also takes a file of the inference network's tensors only (weights),\n"
@@ -494,6 +528,54 @@ static void put_header(Cpu *cpu, Out *o) {
 }
 
 /* ---- the API functions --------------------------------------------------- */
+
+/* The gradient the training step computes for parameter p: the first
+ * operand of its update (or of its param_grad, without an optimizer); NULL
+ * for buffers and parameters without one. */
+static const DlcValue *gradient_of(const DlcNetwork *tn, const DlcValue *p) {
+    for (int i = 0; i < tn->nops; i++) {
+        const DlcOp *op = tn->ops[i];
+        bool consumes = dlc_op_is_update(op->kind) || op->kind == DLC_OP_PARAM_GRAD;
+        if (consumes && op->nparams > 0 && strcmp(op->in[op->nin - op->nparams]->name, p->name) == 0)
+            return op->in[0];
+    }
+    return NULL;
+}
+
+/* train_step, and gradients/gradient: the same step without the update,
+ * for gradient checks. */
+static void put_train_api(Cpu *cpu, Out *o, const Slots *st) {
+    const char *p = cpu->prefix, *T = cpu->type, *R = cpu->real;
+    const DlcNetwork *tn = cpu->train;
+    const char *names[2] = {"train_step", "gradients"};
+    for (int k = 0; k < 2; k++) {
+        put(o, "DlrtStatus %s_%s(%s *net, int64_t n", p, names[k], T);
+        put_inputs(cpu, o, tn);
+        put(o, "%s, %s *loss, DlrtError *err) {\n"
+               "    if (n < 1 || n > net->max_batch)\n"
+               "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
+               "%s    run_train(net, n, %s",
+            k == 0 ? dlc_arena_printf(&cpu->arena, ", %s lr", R) : "", R,
+            k == 0 ? "    net->step++;\n" : "", k == 0 ? "true" : "false");
+        for (int i = 0; i < tn->ninputs; i++) {
+            const DlcValue *v = tn->inputs[i];
+            if (v->type.batched || v->type.dtype != DLC_I32)
+                put(o, ", %s", v->type.batched ? ident(cpu, v->name) : k == 0 ? "lr" : "0");
+        }
+        put(o, ");\n    *loss = %s[0];\n    return DLRT_OK;\n}\n\n", where(cpu, st, tn->outputs[0]));
+    }
+    put(o, "DlrtTensor %s_gradient(%s *net, int i) {\n"
+           "    static const int64_t at[%d] = {", p, T, cpu->nparams ? cpu->nparams : 1);
+    for (int i = 0; i < cpu->nparams; i++) {
+        const DlcValue *g = gradient_of(tn, cpu->params[i]);
+        int64_t off = g ? (intptr_t)dlc_map_get(&st->off, g->name) - 1 : -1;
+        put(o, "%s%lld", i ? ", " : "", (long long)off);
+    }
+    put(o, "};\n"
+           "    DlrtTensor t = %s_tensor(net, i);\n"
+           "    t.data = at[i] < 0 ? NULL : net->act + %lld * net->max_batch + at[i];\n"
+           "    return t;\n}\n\n", p, (long long)st->batched);
+}
 
 static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
     const char *p = cpu->prefix, *T = cpu->type;
@@ -523,8 +605,8 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
         }
     put(o, "    return most;\n}\n\n");
     put(o, "size_t %s_memory(int64_t max_batch) {\n"
-           "    return sizeof(float) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(max_batch));\n}\n\n",
-        p, (long long)cpu->param_floats, (long long)act_b, (long long)act_u);
+           "    return sizeof(%s) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(max_batch));\n}\n\n",
+        p, cpu->real, (long long)cpu->param_floats, (long long)act_b, (long long)act_u);
 
     /* tensors */
     put(o, "static const struct { const char *name; int rank; int64_t dims[6]; int64_t offset; "
@@ -540,9 +622,9 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
     }
     put(o, "};\n\n");
     put(o, "DlrtTensor %s_tensor(%s *net, int i) {\n"
-           "    DlrtTensor t = {TENSORS[i].name, DLRT_F32, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
+           "    DlrtTensor t = {TENSORS[i].name, %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
            "    for (int d = 0; d < t.rank; d++)\n        t.dims[d] = TENSORS[i].dims[d];\n"
-           "    return t;\n}\n\n", p, T);
+           "    return t;\n}\n\n", p, T, cpu->f64 ? "DLRT_F64" : "DLRT_F32");
     put(o, "DlrtStatus %s_create(%s **out, int64_t max_batch, uint64_t seed, DlrtError *err) {\n"
            "    *out = NULL;\n"
            "    if (max_batch < 1)\n"
@@ -551,9 +633,9 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
            "    if (!net)\n        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory\");\n"
            "    net->max_batch = max_batch;\n"
            "    net->work_floats = work_floats(max_batch);\n"
-           "    net->params = calloc(%lld + 1, sizeof(float));\n"
-           "    net->act = calloc((size_t)(%lld * max_batch + %lld + 1), sizeof(float));\n"
-           "    net->work = calloc((size_t)net->work_floats + 1, sizeof(float));\n"
+           "    net->params = calloc(%lld + 1, sizeof *net->params);\n"
+           "    net->act = calloc((size_t)(%lld * max_batch + %lld + 1), sizeof *net->act);\n"
+           "    net->work = calloc((size_t)net->work_floats + 1, sizeof *net->work);\n"
            "    if (!net->params || !net->act || !net->work) {\n"
            "        %s_free(net);\n"
            "        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes needed\", %s_memory(max_batch));\n"
@@ -562,12 +644,12 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
            "    for (int i = 0; i < %d; i++) {\n"
            "        DlrtTensor t = %s_tensor(net, i);\n"
            "        int64_t count = 1;\n        for (int d = 0; d < t.rank; d++)\n            count *= t.dims[d];\n"
-           "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform(t.data, count, TENSORS[i].fan_in, &rng);\n"
-           "        else\n            dlrt_init_constant(t.data, count, TENSORS[i].init == %d ? 1.0f : 0.0f);\n"
+           "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
+           "        else\n            dlrt_init_constant%s(t.data, count, TENSORS[i].init == %d ? 1 : 0);\n"
            "    }\n"
            "    *out = net;\n    return DLRT_OK;\n}\n\n",
         p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
-        cpu->nparams, p, (int)DLC_INIT_KAIMING_UNIFORM, (int)DLC_INIT_ONES);
+        cpu->nparams, p, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k, cpu->k, (int)DLC_INIT_ONES);
     put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
            "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net);\n}\n\n", p, T);
 
@@ -575,7 +657,7 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
     put(o, "DlrtStatus %s_forward(%s *net, int64_t n", p, T);
     put_inputs(cpu, o, net);
     for (int i = 0; i < net->noutputs; i++)
-        put(o, ", float *out%d", i);
+        put(o, ", %s *out%d", cpu->real, i);
     put(o, ", DlrtError *err) {\n"
            "    if (n < 1 || n > net->max_batch)\n"
            "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
@@ -586,27 +668,13 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
     put(o, ");\n");
     for (int i = 0; i < net->noutputs; i++) {
         const DlcValue *v = net->outputs[i];
-        put(o, "    memcpy(out%d, %s, sizeof(float) * (size_t)(%s%lld));\n", i, where(cpu, si, v),
+        put(o, "    memcpy(out%d, %s, sizeof *out%d * (size_t)(%s%lld));\n", i, where(cpu, si, v), i,
             v->type.batched ? "n * " : "", (long long)numel(v));
     }
     put(o, "    return DLRT_OK;\n}\n\n");
 
-    if (cpu->train) {
-        const DlcNetwork *tn = cpu->train;
-        put(o, "DlrtStatus %s_train_step(%s *net, int64_t n", p, T);
-        put_inputs(cpu, o, tn);
-        put(o, ", float lr, float *loss, DlrtError *err) {\n"
-               "    if (n < 1 || n > net->max_batch)\n"
-               "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
-               "    net->step++;\n"
-               "    run_train(net, n");
-        for (int i = 0; i < tn->ninputs; i++) {
-            const DlcValue *v = tn->inputs[i];
-            if (v->type.batched || v->type.dtype != DLC_I32)
-                put(o, ", %s", v->type.batched ? ident(cpu, v->name) : "lr");
-        }
-        put(o, ");\n    *loss = %s[0];\n    return DLRT_OK;\n}\n\n", where(cpu, st, tn->outputs[0]));
-    }
+    if (cpu->train)
+        put_train_api(cpu, o, st);
 
     /* checkpoints: the tensors, and in the metadata the network, the dlc
        version and the steps taken (Adam's bias correction and dropout's
@@ -659,7 +727,7 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
            "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
            "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
         p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, p, cpu->nparams, ninfer,
-        cpu->nparams, ninfer, ninfer, cpu->nparams, "dlrt_init_constant", p, T, p);
+        cpu->nparams, ninfer, ninfer, cpu->nparams, cpu->f64 ? "dlrt_init_constant_f64" : "dlrt_init_constant", p, T, p);
 }
 
 /* ---- the program's view: DlrtModel ------------------------------------------ */
@@ -731,8 +799,30 @@ static char *cfg_text(const DlcCfg *v) {
     return buf;
 }
 
+/* The API's functions with void * for the network, as the tables of
+ * dlrt_main take them. */
+static void put_table_functions(Cpu *cpu, Out *o) {
+    const char *p = cpu->prefix, *T = cpu->type, *R = cpu->real;
+    put(o, "static DlrtStatus model_create(void **net, int64_t max_batch, uint64_t seed, DlrtError *err) {\n"
+           "    return %s_create((%s **)net, max_batch, seed, err);\n}\n", p, T);
+    put(o, "static void model_free(void *net) { %s_free(net); }\n", p);
+    put(o, "static DlrtTensor model_tensor(void *net, int i) { return %s_tensor(net, i); }\n", p);
+    put(o, "static DlrtTensor model_gradient(void *net, int i) { return %s_gradient(net, i); }\n", p);
+    put(o, "static DlrtStatus model_gradients(void *net, int64_t n, const %s *x, const int32_t *labels,\n"
+           "                                  %s *loss, DlrtError *err) {\n"
+           "    return %s_gradients(net, n, x, labels, loss, err);\n}\n", R, R, p);
+}
+
+static void put_check(Cpu *cpu, Out *o) {
+    put(o, "\n/* ---- the gradient check's view (dlrt_main) ---- */\n\n");
+    put_table_functions(cpu, o);
+    put(o, "\nconst DlrtCheck %s_check = {\n    .create = model_create,\n    .free = model_free,\n"
+           "    .tensor = model_tensor,\n    .gradient = model_gradient,\n"
+           "    .gradients = model_gradients,\n};\n", cpu->prefix);
+}
+
 static void put_model(Cpu *cpu, Out *o) {
-    const char *p = cpu->prefix, *T = cpu->type;
+    const char *p = cpu->prefix;
     const DlcNetwork *net = cpu->infer;
     const DlcTrain *tr = dlc_module_find_train(cpu->m, net->name);
     const DlcCfg *data = tr ? dlc_train_get(tr, "data") : NULL;
@@ -743,9 +833,7 @@ static void put_model(Cpu *cpu, Out *o) {
     const DlcValue *in = net->inputs[0];
 
     put(o, "\n/* ---- the command line (dlrt_main) ---- */\n\n");
-    put(o, "static DlrtStatus model_create(void **net, int64_t max_batch, uint64_t seed, DlrtError *err) {\n"
-           "    return %s_create((%s **)net, max_batch, seed, err);\n}\n", p, T);
-    put(o, "static void model_free(void *net) { %s_free(net); }\n", p);
+    put_table_functions(cpu, o);
     put(o, "static DlrtStatus model_forward(void *net, int64_t n, const float *x, float *out, DlrtError *err) {\n"
            "    return %s_forward(net, n, x, out, err);\n}\n", p);
     put(o, "static DlrtStatus model_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
@@ -808,7 +896,9 @@ static void put_model(Cpu *cpu, Out *o) {
     put_cstring(o, optimizer);
     put(o, ",\n    .memory = %s_memory,\n    .create = model_create,\n    .free = model_free,\n"
            "    .forward = model_forward,\n    .train_step = model_train_step,\n"
-           "    .save = model_save,\n    .load = model_load,\n};\n", p);
+           "    .save = model_save,\n    .load = model_load,\n    .ntensors = %d,\n"
+           "    .tensor = model_tensor,\n    .gradient = model_gradient,\n"
+           "    .gradients = model_gradients,\n};\n", p, cpu->nparams);
     free(layers);
     free(optimizer);
 }
@@ -835,17 +925,20 @@ static bool write_file(DlcCtx *ctx, const char *dir, const char *name, const cha
 }
 
 static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
-                         const char *dir) {
-    Cpu cpu = {.ctx = ctx, .m = m, .infer = net, .prefix = net->name, .ok = true};
+                         const DlcEmitOptions *opt, const char *dir) {
+    bool f64 = opt && opt->dtype == DLC_F64;
+    const char *suffix = opt && opt->suffix ? opt->suffix : "";
+    Cpu cpu = {.ctx = ctx, .m = m, .infer = net, .ok = true, .f64 = f64,
+               .real = f64 ? "double" : "float", .k = f64 ? "_f64" : ""};
+    cpu.prefix = dlc_arena_printf(&cpu.arena, "%s%s", net->name, suffix);
     char train_name[512];
     snprintf(train_name, sizeof train_name, "%s.train", net->name);
     cpu.train = dlc_module_find_network(m, train_name);
-    snprintf(cpu.type, sizeof cpu.type, "%c%s", net->name[0] >= 'a' && net->name[0] <= 'z'
-                                                    ? net->name[0] - 'a' + 'A' : net->name[0],
-             net->name + 1);
-    for (size_t i = 0; net->name[i] && i + 1 < sizeof cpu.upper; i++)
-        cpu.upper[i] = (char)(net->name[i] >= 'a' && net->name[i] <= 'z' ? net->name[i] - 'a' + 'A'
-                                                                          : net->name[i]);
+    const char *pre = cpu.prefix;
+    snprintf(cpu.type, sizeof cpu.type, "%c%s", pre[0] >= 'a' && pre[0] <= 'z' ? pre[0] - 'a' + 'A'
+                                                                              : pre[0], pre + 1);
+    for (size_t i = 0; pre[i] && i + 1 < sizeof cpu.upper; i++)
+        cpu.upper[i] = (char)(pre[i] >= 'a' && pre[i] <= 'z' ? pre[i] - 'a' + 'A' : pre[i]);
     dlc_map_init(&cpu.param_off, &cpu.arena);
     for (int i = 0; i < net->nparams; i++)
         add_param(&cpu, net->params[i]);
@@ -865,8 +958,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         layout(&cpu, cpu.train, &st);
 
     char hname[300], cname[300];
-    snprintf(hname, sizeof hname, "%s.h", net->name);
-    snprintf(cname, sizeof cname, "%s.c", net->name);
+    snprintf(hname, sizeof hname, "%s.h", pre);
+    snprintf(cname, sizeof cname, "%s.c", pre);
     Out h = {.name = hname}, c = {.name = cname};
     h.f = open_memstream(&h.buf, &h.len);
     c.f = open_memstream(&c.buf, &c.len);
@@ -876,10 +969,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             " * #line directive), the functions that run them in order, then the API\n"
             " * of %s. */\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n\n#include \"%s\"\n",
         cname, DLC_VERSION, m->source ? m->source : "IR", hname, hname);
-    put(&c, "\nstruct %s {\n    int64_t max_batch;\n    float *params; /* parameters and buffers */\n"
-            "    float *act;    /* every value of a step, batch first */\n"
-            "    float *work;   /* convolution scratch */\n    int64_t work_floats;\n"
-            "    int32_t step;  /* training steps taken, for Adam */\n};\n", cpu.type);
+    put(&c, "\nstruct %s {\n    int64_t max_batch;\n    %s *params; /* parameters and buffers */\n"
+            "    %s *act;    /* every value of a step, batch first */\n"
+            "    %s *work;   /* convolution scratch */\n    int64_t work_floats;\n"
+            "    int32_t step;  /* training steps taken, for Adam */\n};\n", cpu.type, cpu.real,
+        cpu.real, cpu.real);
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {
@@ -887,7 +981,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put_network(&cpu, &c, cpu.train, &st, "train");
     }
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL);
-    if (is_classifier(cpu.infer, cpu.train)) {
+    if (is_classifier(cpu.infer, cpu.train) && f64) {
+        put_check(&cpu, &c);
+        put(&h, "\n/* The network in f64, for the gradient check of a generated program. */\n"
+                "extern const DlrtCheck %s_check;\n", cpu.prefix);
+    } else if (is_classifier(cpu.infer, cpu.train)) {
         put_model(&cpu, &c);
         put(&h, "\n/* The network as the command line of a generated program sees it:\n"
                 " * int main(int argc, char **argv) { return dlrt_main(argc, argv, &%s_model); } */\n"
@@ -904,14 +1002,15 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     return ok;
 }
 
-static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const char *dir) {
+static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
+                     const char *dir) {
     bool ok = true;
     for (int i = 0; i < m->nnetworks; i++) {
         const char *name = m->networks[i]->name;
         size_t len = strlen(name);
         if (len > 6 && strcmp(name + len - 6, ".train") == 0)
             continue; /* emitted with its network */
-        ok &= emit_network(ctx, m, m->networks[i], dir);
+        ok &= emit_network(ctx, m, m->networks[i], opt, dir);
     }
     return ok;
 }

@@ -1,0 +1,234 @@
+/* gradcheck.c — a generated program's `gradcheck`: are the gradients right?
+ *
+ * The program links its network twice, in f32 (what trains) and in f64
+ * (DlrtModel.check, the same generated code with double elements).  On one
+ * small random batch (inputs uniform in [0, 1), labels uniform over the
+ * classes) it compares, for every trainable tensor:
+ *
+ *   - the f64 gradient with central finite differences of the f64 loss,
+ *     (L(w + h) - L(w - h)) / 2h with h = 1e-6, on a few entries per
+ *     tensor (the largest gradient and others drawn at random): this checks
+ *     autodiff, code generation and the kernels together, with differences
+ *     accurate to about 1e-9;
+ *   - the f32 gradient with the f64 one over the whole tensor, as
+ *     max|g32 - g64| / max|g64| (f32 rounding is absolute at the tensor's
+ *     scale, so small entries are not measured on their own): this checks
+ *     that f32 rounding stays small.
+ *
+ * Both networks hold the same weights: the f32 network's, from the seed or
+ * a checkpoint, copied into the f64 one.  A finite difference's error is
+ * |a - b| / max(|a|, |b|, floor) where floor is 1e-4 of the tensor's largest
+ * gradient, so that entries whose gradient is nearly 0 (a dead ReLU, a
+ * far-off class) are measured against the tensor's scale rather than
+ * against their own noise.  The training step's update is not run (the
+ * `gradients` entry point), and the step count is not advanced, so dropout
+ * draws the same mask in every evaluation; batch normalization's running
+ * statistics do change, which the loss in training mode does not read. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlrt.h"
+
+static int64_t tensor_count(const DlrtTensor *t) {
+    int64_t count = 1;
+    for (int d = 0; d < t->rank; d++)
+        count *= t->dims[d];
+    return count;
+}
+
+static double rel_error(double a, double b, double floor) {
+    double scale = fmax(fmax(fabs(a), fabs(b)), floor);
+    return scale > 0 ? fabs(a - b) / scale : 0.0;
+}
+
+/* The f64 network's loss on the batch. */
+static DlrtStatus loss64(const DlrtCheck *c, void *net, int64_t n, const double *x,
+                         const int32_t *y, double *loss, DlrtError *err) {
+    return c->gradients(net, n, x, y, loss, err);
+}
+
+/* The entries of a tensor of count values to check: the largest gradient
+ * first, then distinct random ones, at most want in all. */
+static int64_t pick_entries(const double *g, int64_t count, int64_t want, DlrtRng *rng,
+                            int64_t *out) {
+    if (count <= want) {
+        for (int64_t i = 0; i < count; i++)
+            out[i] = i;
+        return count;
+    }
+    int64_t best = 0;
+    for (int64_t i = 1; i < count; i++)
+        if (fabs(g[i]) > fabs(g[best]))
+            best = i;
+    int64_t k = 0;
+    out[k++] = best;
+    while (k < want) {
+        int64_t i = (int64_t)dlrt_rng_below(rng, (uint64_t)count);
+        bool seen = false;
+        for (int64_t j = 0; j < k; j++)
+            seen |= out[j] == i;
+        if (!seen)
+            out[k++] = i;
+    }
+    return k;
+}
+
+static void print_shape(const DlrtTensor *t) {
+    char buf[128];
+    int len = snprintf(buf, sizeof buf, "[");
+    for (int d = 0; d < t->rank; d++)
+        len += snprintf(buf + len, sizeof buf - (size_t)len, "%s%lld", d ? "," : "",
+                        (long long)t->dims[d]);
+    snprintf(buf + len, sizeof buf - (size_t)len, "]");
+    printf("  %-28s %-16s", t->name, buf);
+}
+
+/* Checks one tensor: finite differences of entries of the f64 network, and
+ * the whole f32 gradient against the f64 one.  g64 is the f64 gradient
+ * (copied out, since each evaluation overwrites the network's). */
+static DlrtStatus check_tensor(const DlrtModel *m, void *net64, int i, const double *g64,
+                               const float *g32, const DlrtGradcheck *o, const double *x,
+                               const int32_t *y, DlrtRng *rng, DlrtGradcheckResult *res,
+                               DlrtError *err) {
+    const DlrtCheck *c = m->check;
+    DlrtTensor w = c->tensor(net64, i);
+    double *wd = w.data;
+    int64_t count = tensor_count(&w);
+    double top = 0.0;
+    for (int64_t j = 0; j < count; j++)
+        top = fmax(top, fabs(g64[j]));
+    double floor = 1e-4 * top + 1e-12;
+
+    double f32_diff = 0.0;
+    for (int64_t j = 0; j < count; j++)
+        f32_diff = fmax(f32_diff, fabs((double)g32[j] - g64[j]));
+    double f32_err = top > 0 ? f32_diff / top : f32_diff;
+
+    int64_t *entries = malloc(sizeof(int64_t) * (size_t)(o->entries > 0 ? o->entries : 1));
+    if (!entries)
+        return dlrt_fail(err, DLRT_E_NOMEM, "out of memory");
+    int64_t k = pick_entries(g64, count, o->entries, rng, entries);
+    double worst = 0.0;
+    DlrtStatus st = DLRT_OK;
+    for (int64_t e = 0; e < k && st == DLRT_OK; e++) {
+        int64_t j = entries[e];
+        double saved = wd[j], plus = 0, minus = 0;
+        wd[j] = saved + o->step;
+        st = loss64(c, net64, o->batch, x, y, &plus, err);
+        wd[j] = saved - o->step;
+        if (st == DLRT_OK)
+            st = loss64(c, net64, o->batch, x, y, &minus, err);
+        wd[j] = saved;
+        double numeric = (plus - minus) / (2.0 * o->step);
+        double r = rel_error(g64[j], numeric, floor);
+        if (!(r <= worst)) { /* NaN counts as worst */
+            worst = r;
+            if (!(r <= res->worst)) {
+                res->worst = r;
+                snprintf(res->where, sizeof res->where, "%s[%lld]", w.name, (long long)j);
+                res->analytic = g64[j];
+                res->numeric = numeric;
+            }
+        }
+        res->checked++;
+    }
+    free(entries);
+    if (!(f32_err <= res->worst_f32))
+        res->worst_f32 = f32_err;
+    print_shape(&w);
+    printf(" %10.2e %10.2e  (%lld entries)\n", worst, f32_err, (long long)k);
+    return st;
+}
+
+/* Copies the f32 network's tensors into the f64 one. */
+static void copy_weights(const DlrtModel *m, void *net32, void *net64) {
+    for (int i = 0; i < m->ntensors; i++) {
+        DlrtTensor a = m->tensor(net32, i), b = m->check->tensor(net64, i);
+        const float *src = a.data;
+        double *dst = b.data;
+        for (int64_t j = 0, count = tensor_count(&a); j < count; j++)
+            dst[j] = (double)src[j];
+    }
+}
+
+DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradcheckResult *res,
+                          DlrtError *err) {
+    memset(res, 0, sizeof *res);
+    if (!m->check)
+        return dlrt_fail(err, DLRT_E_ARG, "this program was built without the f64 network "
+                         "that gradcheck needs");
+    if (o->batch < 1 || o->entries < 1 || !(o->step > 0))
+        return dlrt_fail(err, DLRT_E_ARG, "gradcheck needs a batch, entries and a step above 0");
+    void *net32 = NULL, *net64 = NULL;
+    float *x32 = malloc(sizeof(float) * (size_t)(o->batch * m->input_size));
+    double *x64 = malloc(sizeof(double) * (size_t)(o->batch * m->input_size));
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)o->batch);
+    double **g64 = calloc((size_t)m->ntensors + 1, sizeof *g64);
+    float **g32 = calloc((size_t)m->ntensors + 1, sizeof *g32);
+    DlrtStatus st = DLRT_OK;
+    if (!x32 || !x64 || !y || !g64 || !g32) {
+        st = dlrt_fail(err, DLRT_E_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = m->create(&net32, o->batch, o->seed, err)) != DLRT_OK ||
+        (o->weights && (st = m->load(net32, o->weights, NULL, NULL, err)) != DLRT_OK) ||
+        (st = m->check->create(&net64, o->batch, o->seed, err)) != DLRT_OK)
+        goto done;
+    copy_weights(m, net32, net64);
+
+    DlrtRng rng;
+    dlrt_rng_seed(&rng, o->seed ^ 0x6772616463686b00ull); /* "gradchk" */
+    for (int64_t j = 0; j < o->batch * m->input_size; j++)
+        x64[j] = x32[j] = dlrt_rng_uniform(&rng);
+    for (int64_t j = 0; j < o->batch; j++)
+        y[j] = (int32_t)dlrt_rng_below(&rng, (uint64_t)m->classes);
+
+    /* the analytic gradients, copied out of both networks */
+    float loss32;
+    if ((st = m->gradients(net32, o->batch, x32, y, &loss32, err)) != DLRT_OK ||
+        (st = m->check->gradients(net64, o->batch, x64, y, &res->loss, err)) != DLRT_OK)
+        goto done;
+    for (int i = 0; i < m->ntensors; i++) {
+        DlrtTensor a = m->gradient(net32, i), b = m->check->gradient(net64, i);
+        if (!a.data || !b.data)
+            continue;
+        int64_t count = tensor_count(&a);
+        g32[i] = malloc(sizeof(float) * (size_t)count);
+        g64[i] = malloc(sizeof(double) * (size_t)count);
+        if (!g32[i] || !g64[i]) {
+            st = dlrt_fail(err, DLRT_E_NOMEM, "out of memory");
+            goto done;
+        }
+        memcpy(g32[i], a.data, sizeof(float) * (size_t)count);
+        memcpy(g64[i], b.data, sizeof(double) * (size_t)count);
+    }
+
+    printf("gradcheck: batch %lld, seed %llu, loss %.6f; up to %lld entries per tensor, "
+           "step %g\n", (long long)o->batch, (unsigned long long)o->seed, res->loss,
+           (long long)o->entries, o->step);
+    printf("  %-28s %-16s %10s %10s\n", "tensor", "shape", "f64 vs fd", "f32 vs f64");
+    for (int i = 0; i < m->ntensors && st == DLRT_OK; i++)
+        if (g64[i]) {
+            res->tensors++;
+            st = check_tensor(m, net64, i, g64[i], g32[i], o, x64, y, &rng, res, err);
+        }
+    if (st == DLRT_OK && res->tensors == 0)
+        st = dlrt_fail(err, DLRT_E_ARG, "the network has no trainable tensor to check");
+done:
+    for (int i = 0; g64 && g32 && i < m->ntensors; i++) {
+        free(g64[i]);
+        free(g32[i]);
+    }
+    free(g64);
+    free(g32);
+    free(x32);
+    free(x64);
+    free(y);
+    if (net32)
+        m->free(net32);
+    if (net64)
+        m->check->free(net64);
+    return st;
+}
