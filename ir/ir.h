@@ -298,7 +298,7 @@ const char *dlc_init_name(DlcInit i);
 DlcInit dlc_init_lookup(const char *name); /* DLC_INIT_COUNT if unknown */
 
 #define DLC_MAX_PARAMS_PER_OP 4
-#define DLC_MAX_RESULTS 2
+#define DLC_MAX_RESULTS 3
 
 /* The shape rule's view of an op: operand types and attributes in, result
  * types and the op's parameters out.  Infer functions report user errors

@@ -260,6 +260,57 @@ bool dlc_infer_batchnorm(DlcInfer *inf) {
     return check_sizes(inf);
 }
 
+/* (x) -> (y, mean [C], invstd [C]), with batchnorm's parameters */
+bool dlc_infer_batchnorm_train(DlcInfer *inf) {
+    if (!dlc_infer_batchnorm(inf))
+        return false;
+    const DlcType *x = &inf->in[0];
+    set_out(inf, x->dtype, false, 1, x->dims);
+    set_out(inf, x->dtype, false, 1, x->dims);
+    return true;
+}
+
+/* (dy, x, mean [C], invstd [C]): the checks both batchnorm gradients share */
+static bool want_batchnorm_grad(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]") || !want_tensor(inf, 1, -1, 1, "[N,C,...]"))
+        return false;
+    if (!dlc_type_eq(&inf->in[0], &inf->in[1])) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: gradient %s does not fit input %s", OPNAME,
+                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
+        return false;
+    }
+    for (int i = 2; i < 4; i++) {
+        const DlcType *s = &inf->in[i];
+        if (s->batched || s->rank != 1 || s->dims[0] != inf->in[0].dims[0] ||
+            s->dtype != inf->in[0].dtype) {
+            char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+            dlc_error(inf->ctx, inf->loc, "%s: statistics %s do not fit %s", OPNAME,
+                      tstr(s, a), tstr(&inf->in[0], b));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* (dy, x, mean, invstd, @weight [C]) -> dx */
+bool dlc_infer_batchnorm_grad_input(DlcInfer *inf) {
+    if (!want_batchnorm_grad(inf))
+        return false;
+    const DlcType *x = &inf->in[1];
+    inf->out[inf->nout++] = *x;
+    add_param(inf, "weight", x->dtype, 1, x->dims, DLC_INIT_ONES, true);
+    return true;
+}
+
+/* (dy, x, mean, invstd) -> the weight's gradient [C] */
+bool dlc_infer_batchnorm_grad_weight(DlcInfer *inf) {
+    if (!want_batchnorm_grad(inf))
+        return false;
+    set_out(inf, inf->in[1].dtype, false, 1, inf->in[1].dims);
+    return true;
+}
+
 /* Elementwise ops of one operand: any floating-point tensor, same type out. */
 bool dlc_infer_same(DlcInfer *inf) {
     const DlcType *x = &inf->in[0];
@@ -276,11 +327,19 @@ bool dlc_infer_same(DlcInfer *inf) {
 bool dlc_infer_dropout(DlcInfer *inf) {
     double p = A("p").f;
     if (!(p >= 0 && p < 1)) {
-        dlc_error(inf->ctx, inf->loc,
-                  "dropout: p must be at least 0 and less than 1, got %g", p);
+        dlc_error(inf->ctx, inf->loc, "%s: p must be at least 0 and less than 1, got %g",
+                  OPNAME, p);
         return false;
     }
     return dlc_infer_same(inf);
+}
+
+/* (x) -> (y, mask), both of x's type */
+bool dlc_infer_dropout_train(DlcInfer *inf) {
+    if (!dlc_infer_dropout(inf))
+        return false;
+    inf->out[inf->nout++] = inf->out[0];
+    return true;
 }
 
 bool dlc_infer_add(DlcInfer *inf) {

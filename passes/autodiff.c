@@ -18,9 +18,13 @@
  *
  * Preconditions: the module verifies.  A network to train returns one value:
  * the prediction, which the train section's loss (cross_entropy by default)
- * compares with a new input, or a loss the network computes itself.  dropout
- * and batchnorm have no vector-Jacobian rule yet: training a network with
- * them is reported as an error at the op. */
+ * compares with a new input, or a loss the network computes itself.
+ *
+ * batchnorm and dropout behave differently in training: the forward copy
+ * uses batchnorm_train (batch statistics, returned for the backward pass,
+ * and the running statistics updated) and dropout_train (a random mask,
+ * returned), whose extra results are named after the op's value:
+ * %bn.mean, %bn.invstd, %drop.mask. */
 #include "passes.h"
 
 #include <string.h>
@@ -145,6 +149,23 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
         accumulate(ad, x, emit(ad, k, &dy, 1, 0, attrs, &x->type, grad_name(ad, x), loc), loc);
         return;
     }
+    case DLC_OP_BATCHNORM_TRAIN: {
+        DlcValue *stats[4] = {dy, x, op->out[1], op->out[2]};
+        DlcValue *w = op->in[1], *b = op->in[2];
+        if (needs(ad, x))
+            accumulate(ad, x, emit(ad, DLC_OP_BATCHNORM_GRAD_INPUT,
+                                   (DlcValue *[]){dy, x, op->out[1], op->out[2], w}, 5, 1, NULL,
+                                   &x->type, grad_name(ad, x), loc), loc);
+        accumulate(ad, w, emit(ad, DLC_OP_BATCHNORM_GRAD_WEIGHT, stats, 4, 0, NULL, &w->type,
+                               grad_name(ad, w), loc), loc);
+        accumulate(ad, b, emit(ad, DLC_OP_BIAS_GRAD, &dy, 1, 0, NULL, &b->type,
+                               grad_name(ad, b), loc), loc);
+        return;
+    }
+    case DLC_OP_DROPOUT_TRAIN:
+        accumulate(ad, x, emit(ad, DLC_OP_DROPOUT_GRAD, (DlcValue *[]){dy, op->out[1]}, 2, 0,
+                               NULL, &x->type, grad_name(ad, x), loc), loc);
+        return;
     case DLC_OP_FLATTEN:
         accumulate(ad, x, emit(ad, DLC_OP_RESHAPE, &dy, 1, 0, NULL, &x->type,
                                grad_name(ad, x), loc), loc);
@@ -192,6 +213,31 @@ static void vjp_loss(Autodiff *ad, const DlcOp *loss) {
                               grad_name(ad, pred), loss->loc), loss->loc);
 }
 
+/* The kind a forward op takes in the training network: batchnorm_train and
+ * dropout_train for batchnorm and dropout, whose extra results it names
+ * and types in names[1...] and types[1...]; the op's own kind otherwise. */
+static DlcOpKind training_form(Autodiff *ad, const DlcOp *op, const char **names,
+                               DlcType *types) {
+    const DlcValue *y = op->out[0];
+    if (op->kind == DLC_OP_BATCHNORM) {
+        DlcType stat = {.dtype = y->type.dtype, .rank = 1, .dims = {y->type.dims[0]}};
+        const char *roles[2] = {"mean", "invstd"};
+        for (int r = 0; r < 2; r++) {
+            names[1 + r] = dlc_network_unique_name(
+                ad->m, ad->net, dlc_arena_printf(&ad->m->arena, "%s.%s", y->name, roles[r]));
+            types[1 + r] = stat;
+        }
+        return DLC_OP_BATCHNORM_TRAIN;
+    }
+    if (op->kind == DLC_OP_DROPOUT) {
+        names[1] = dlc_network_unique_name(ad->m, ad->net,
+                                           dlc_arena_printf(&ad->m->arena, "%s.mask", y->name));
+        types[1] = y->type;
+        return DLC_OP_DROPOUT_TRAIN;
+    }
+    return op->kind;
+}
+
 /* Copies the inference network's inputs, parameters and ops. */
 static void copy_forward(Autodiff *ad, const DlcNetwork *src) {
     for (int i = 0; i < src->ninputs; i++)
@@ -217,8 +263,10 @@ static void copy_forward(Autodiff *ad, const DlcNetwork *src) {
             names[r] = op->out[r]->name;
             types[r] = op->out[r]->type;
         }
-        DlcOp *copy = dlc_network_add_op(ad->m, ad->net, op->kind, in, op->nin, op->nparams,
-                                         op->attrs, types, names, op->nout, op->loc);
+        DlcOpKind kind = training_form(ad, op, names, types);
+        int nout = kind == DLC_OP_BATCHNORM_TRAIN ? 3 : kind == DLC_OP_DROPOUT_TRAIN ? 2 : op->nout;
+        DlcOp *copy = dlc_network_add_op(ad->m, ad->net, kind, in, op->nin, op->nparams,
+                                         op->attrs, types, names, nout, op->loc);
         for (int r = 0; need && r < copy->nout; r++)
             dlc_map_put(&ad->needs, copy->out[r]->name, (void *)1);
     }

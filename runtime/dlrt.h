@@ -73,6 +73,9 @@ void dlrt_rng_seed(DlrtRng *rng, uint64_t seed);
 uint64_t dlrt_rng_next(DlrtRng *rng);
 /* Uniform in [0, 1), with 24 random bits. */
 float dlrt_rng_uniform(DlrtRng *rng);
+/* A seed derived from seed and two counters (a hash): independent streams
+ * for each (step, op) of a network without keeping generator state. */
+uint64_t dlrt_rng_derive(uint64_t seed, uint64_t a, uint64_t b);
 /* Uniform in [0, n), without modulo bias; n >= 1. */
 uint64_t dlrt_rng_below(DlrtRng *rng, uint64_t n);
 

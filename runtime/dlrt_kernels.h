@@ -66,6 +66,35 @@ void DLRT_K(dlrt_softmax_forward)(int64_t outer, int64_t axis, int64_t inner,
 void DLRT_K(dlrt_softmax_backward)(int64_t outer, int64_t axis, int64_t inner,
                                    const DLRT_REAL *dy, const DLRT_REAL *y, DLRT_REAL *dx);
 
+/* Batch normalization over [n, c, hw] per channel (torch.nn.BatchNorm1d/2d):
+ * training mode normalizes with the batch's statistics, writes them to
+ * mean[c] and invstd[c] = 1/sqrt(var + eps) for the backward pass, and
+ * updates the running statistics in place; eval mode uses the running ones. */
+void DLRT_K(dlrt_batchnorm_forward_train)(int64_t n, int64_t c, int64_t hw, DLRT_REAL eps,
+                                          DLRT_REAL momentum, const DLRT_REAL *x,
+                                          const DLRT_REAL *w, const DLRT_REAL *b,
+                                          DLRT_REAL *running_mean, DLRT_REAL *running_var,
+                                          DLRT_REAL *y, DLRT_REAL *mean, DLRT_REAL *invstd);
+void DLRT_K(dlrt_batchnorm_forward_eval)(int64_t n, int64_t c, int64_t hw, DLRT_REAL eps,
+                                         const DLRT_REAL *x, const DLRT_REAL *w,
+                                         const DLRT_REAL *b, const DLRT_REAL *running_mean,
+                                         const DLRT_REAL *running_var, DLRT_REAL *y);
+/* dx from dy, x and the saved statistics; dw[c] (db is dlrt_bias_backward). */
+void DLRT_K(dlrt_batchnorm_backward_input)(int64_t n, int64_t c, int64_t hw,
+                                           const DLRT_REAL *dy, const DLRT_REAL *x,
+                                           const DLRT_REAL *mean, const DLRT_REAL *invstd,
+                                           const DLRT_REAL *w, DLRT_REAL *dx);
+void DLRT_K(dlrt_batchnorm_backward_weight)(int64_t n, int64_t c, int64_t hw,
+                                            const DLRT_REAL *dy, const DLRT_REAL *x,
+                                            const DLRT_REAL *mean, const DLRT_REAL *invstd,
+                                            DLRT_REAL *dw);
+/* Dropout in training: mask = 0 with probability p, else 1/(1-p), drawn
+ * from seed; y = x mask.  Backward: dx = dy mask. */
+void DLRT_K(dlrt_dropout_forward)(int64_t count, DLRT_REAL p, uint64_t seed, const DLRT_REAL *x,
+                                  DLRT_REAL *y, DLRT_REAL *mask);
+void DLRT_K(dlrt_dropout_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *mask,
+                                   DLRT_REAL *dx);
+
 /* Copies a block: for each of outer rows, len floats from src + row *
  * src_stride + src_offset to dst + row * dst_stride + dst_offset.  concat is
  * one call per operand, and its gradient (slice) one per result. */

@@ -72,3 +72,14 @@ void dlrt_init_constant_f64(double *w, int64_t n, double value) {
     for (int64_t i = 0; i < n; i++)
         w[i] = value;
 }
+
+/* splitmix64's finalizer, applied to the seed and each counter in turn. */
+static uint64_t mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+uint64_t dlrt_rng_derive(uint64_t seed, uint64_t a, uint64_t b) {
+    return mix(mix(mix(seed) + 0x9e3779b97f4a7c15ull + a) + 0x9e3779b97f4a7c15ull + b);
+}

@@ -337,6 +337,33 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             cfloat(cpu, attr_f(op, "beta1")), cfloat(cpu, attr_f(op, "beta2")),
             cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "weight_decay")));
         return true;
+    case DLC_OP_BATCHNORM: case DLC_OP_BATCHNORM_TRAIN: {
+        long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
+        if (op->kind == DLC_OP_BATCHNORM)
+            put(o, "    dlrt_batchnorm_forward_eval(n, %lld, %lld, %s, a0, a1, a2, a3, a4, r0);\n", c,
+                hw, cfloat(cpu, attr_f(op, "eps")));
+        else
+            put(o, "    dlrt_batchnorm_forward_train(n, %lld, %lld, %s, %s, a0, a1, a2, a3, a4, r0, r1, r2);\n",
+                c, hw, cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "momentum")));
+        return true;
+    }
+    case DLC_OP_BATCHNORM_GRAD_INPUT: case DLC_OP_BATCHNORM_GRAD_WEIGHT: {
+        long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
+        put(o, "    dlrt_batchnorm_backward_%s(n, %lld, %lld, a0, a1, a2, a3, %sr0);\n",
+            op->kind == DLC_OP_BATCHNORM_GRAD_INPUT ? "input" : "weight", c, hw,
+            op->kind == DLC_OP_BATCHNORM_GRAD_INPUT ? "a4, " : "");
+        return true;
+    }
+    case DLC_OP_DROPOUT: /* inference: the identity */
+        put(o, "    memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
+        return true;
+    case DLC_OP_DROPOUT_TRAIN:
+        put(o, "    dlrt_dropout_forward(n * %lld, %s, seed, a0, r0, r1);\n", ne,
+            cfloat(cpu, attr_f(op, "p")));
+        return true;
+    case DLC_OP_DROPOUT_GRAD:
+        put(o, "    dlrt_dropout_backward(n * %lld, a0, a1, r0);\n", ne);
+        return true;
     case DLC_OP_PARAM_GRAD:
         return true; /* the optimizer pass did not run: gradients are computed and kept */
     default:
@@ -368,9 +395,16 @@ static void put_kernel_calls(Cpu *cpu, Out *o, const DlcOp *op) {
 }
 
 static bool writes_operand(const DlcOp *op, int i) {
-    /* updates change their parameter and state in place */
+    /* updates change their parameter and state in place, batchnorm_train
+       its running statistics */
+    if (op->kind == DLC_OP_BATCHNORM_TRAIN)
+        return i >= op->nin - 2;
     return dlc_op_is_update(op->kind) && i >= op->nin - op->nparams;
 }
+
+/* Whether op draws random numbers: its function takes a seed, derived from
+ * the network's, the step and the op's position. */
+static bool uses_seed(const DlcOp *op) { return op->kind == DLC_OP_DROPOUT_TRAIN; }
 
 static bool uses_work(const DlcOp *op) {
     return op->kind == DLC_OP_CONV2D || op->kind == DLC_OP_CONV2D_GRAD_INPUT ||
@@ -411,6 +445,8 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
         put(o, ", %s *restrict r%d", ctype(cpu, op->out[r]), r);
     if (uses_work(op))
         put(o, ", %s *restrict work", cpu->real);
+    if (uses_seed(op))
+        put(o, ", uint64_t seed");
     put(o, ") {\n");
     put(o, "    (void)n;\n");
     put_kernel_calls(cpu, o, op);
@@ -446,6 +482,8 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const Slots *s,
             put(o, ", %s", where(cpu, s, op->out[r]));
         if (uses_work(op))
             put(o, ", net->work");
+        if (uses_seed(op))
+            put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
         put(o, ");\n");
     }
     put(o, "}\n");
@@ -632,6 +670,7 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
            "    %s *net = calloc(1, sizeof *net);\n"
            "    if (!net)\n        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory\");\n"
            "    net->max_batch = max_batch;\n"
+           "    net->seed = seed;\n"
            "    net->work_floats = work_floats(max_batch);\n"
            "    net->params = calloc(%lld + 1, sizeof *net->params);\n"
            "    net->act = calloc((size_t)(%lld * max_batch + %lld + 1), sizeof *net->act);\n"
@@ -972,7 +1011,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     put(&c, "\nstruct %s {\n    int64_t max_batch;\n    %s *params; /* parameters and buffers */\n"
             "    %s *act;    /* every value of a step, batch first */\n"
             "    %s *work;   /* convolution scratch */\n    int64_t work_floats;\n"
-            "    int32_t step;  /* training steps taken, for Adam */\n};\n", cpu.type, cpu.real,
+            "    int32_t step;  /* training steps taken, for Adam */\n"
+            "    uint64_t seed; /* of the initialization, and of dropout's masks */\n};\n", cpu.type, cpu.real,
         cpu.real, cpu.real);
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");

@@ -6,8 +6,9 @@ same network written in PyTorch, on the same weights and data.
      the IR's parameter names;
   2. forward: the harness's logits against PyTorch's, relative error < 1e-4;
   3. training: STEPS steps of SGD with momentum 0.9 (the model's train
-     section) on one batch: each loss, and every parameter and momentum
-     buffer afterwards, against torch.optim.SGD, relative error < 1e-4.
+     section) on one batch: each loss, and every parameter, running
+     statistic (batchnorm in training mode) and momentum buffer afterwards,
+     against torch.optim.SGD, relative error < 1e-4.
 
 The relative error of a tensor is max|a - b| / max(max|b|, 1e-6).  Prints
 one line per check and 'N passed, N failed'."""
@@ -28,7 +29,7 @@ def lenet5_params():
             "f6.weight": (84, 120), "f6.bias": (84,), "out.weight": (10, 84), "out.bias": (10,)}
 
 
-def lenet5(p, x):
+def lenet5(p, x, training=False):
     x = F.max_pool2d(F.relu(F.conv2d(x, p["c1.weight"], p["c1.bias"], padding=2)), 2)
     x = F.max_pool2d(F.relu(F.conv2d(x, p["c3.weight"], p["c3.bias"])), 2)
     x = F.relu(F.linear(x.flatten(1), p["f5.weight"], p["f5.bias"]))
@@ -41,13 +42,38 @@ def mlp_params():
             "h2.bias": (128,), "out.weight": (10, 128), "out.bias": (10,)}
 
 
-def mlp(p, x):
+def mlp(p, x, training=False):
     x = F.relu(F.linear(x.flatten(1), p["h1.weight"], p["h1.bias"]))
     x = F.relu(F.linear(x, p["h2.weight"], p["h2.bias"]))
     return F.linear(x, p["out.weight"], p["out.bias"])
 
 
-MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05)}
+def bnnet_params():
+    return {"conv.weight": (8, 1, 3, 3), "bn1.weight": (8,), "bn1.bias": (8,),
+            "bn1.running_mean": (8,), "bn1.running_var": (8,), "hidden.weight": (32, 1568),
+            "bn2.weight": (32,), "bn2.bias": (32,), "bn2.running_mean": (32,),
+            "bn2.running_var": (32,), "out.weight": (10, 32), "out.bias": (10,)}
+
+
+def bnnet(p, x, training=False):
+    """In training, F.batch_norm updates the running statistics in p."""
+    x = F.conv2d(x, p["conv.weight"], padding=1)
+    x = F.batch_norm(x, p["bn1.running_mean"], p["bn1.running_var"], p["bn1.weight"],
+                     p["bn1.bias"], training=training, momentum=0.1, eps=1e-5)
+    x = F.max_pool2d(F.relu(x), 2)
+    x = F.linear(x.flatten(1), p["hidden.weight"])
+    x = F.batch_norm(x, p["bn2.running_mean"], p["bn2.running_var"], p["bn2.weight"],
+                     p["bn2.bias"], training=training, momentum=0.2, eps=1e-3)
+    x = F.dropout(F.relu(x), p=0.0, training=training)
+    return F.linear(x, p["out.weight"], p["out.bias"])
+
+
+MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05),
+          "bnnet": (bnnet_params, bnnet, 0.05)}
+
+
+def is_buffer(name):
+    return name.endswith(".running_mean") or name.endswith(".running_var")
 
 
 def rel(a, b):
@@ -60,6 +86,9 @@ def main():
     torch.manual_seed(0)
     params = {k: (torch.rand(s) * 2 - 1) * (1.0 / max(1, torch.tensor(s[1:]).prod().item())) ** 0.5
               for k, s in shapes().items()}
+    for k in params:  # running variances must be positive
+        if k.endswith(".running_var"):
+            params[k] = params[k].abs() + 0.5
     n, steps = 16, 3
     x = torch.rand(n, 1, 28, 28)
     labels = torch.randint(0, 10, (n,), dtype=torch.int32)
@@ -88,17 +117,19 @@ def main():
                           os.path.join(work, "labels.bin"), str(n), str(lr), str(steps), result],
                          check=True, capture_output=True, text=True)
     losses = [float(line.split()[1]) for line in run.stdout.split("\n") if line.startswith("loss")]
-    tp = {k: v.double().clone().requires_grad_(True) for k, v in params.items()}
-    opt = torch.optim.SGD(tp.values(), lr=lr, momentum=0.9)
+    tp = {k: v.double().clone().requires_grad_(not is_buffer(k)) for k, v in params.items()}
+    opt = torch.optim.SGD([v for k, v in tp.items() if not is_buffer(k)], lr=lr, momentum=0.9)
     for step in range(steps):
         opt.zero_grad()
-        loss = F.cross_entropy(forward(tp, x.double()), labels.long())
+        loss = F.cross_entropy(forward(tp, x.double(), training=True), labels.long())
         loss.backward()
         opt.step()
         check(f"loss of step {step + 1}", abs(losses[step] - loss.item()) / max(loss.item(), 1e-6))
     trained, _ = read_safetensors(result)
     for name, value in tp.items():
         check(f"{name} after {steps} steps", rel(trained[name].double(), value.detach()))
+        if is_buffer(name):
+            continue
         buf = opt.state[value]["momentum_buffer"]
         check(f"{name}.momentum_buffer", rel(trained[name + ".momentum_buffer"].double(), buf))
     print(f"{passed} passed, {failed} failed")
