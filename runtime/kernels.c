@@ -111,15 +111,19 @@ static bool labels_in_range(const int32_t *labels, int64_t n, int64_t classes) {
 #define REAL float
 #define K(f) f
 #define GEMM cblas_sgemm
+#define GEMV cblas_sgemv
 #include "kernels.inc"
 #undef REAL
 #undef K
 #undef GEMM
+#undef GEMV
 
 #define REAL double
 #define K(f) f##_f64
 #define GEMM cblas_dgemm
+#define GEMV cblas_dgemv
 #include "kernels.inc"
 #undef REAL
 #undef K
 #undef GEMM
+#undef GEMV
