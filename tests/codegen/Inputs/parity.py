@@ -48,6 +48,19 @@ def mlp(p, x, training=False):
     return F.linear(x, p["out.weight"], p["out.bias"])
 
 
+def simplecnn_params():
+    return {"conv1.weight": (32, 1, 3, 3), "conv1.bias": (32,), "conv2.weight": (64, 32, 3, 3),
+            "conv2.bias": (64,), "hidden.weight": (128, 1600), "hidden.bias": (128,),
+            "out.weight": (10, 128), "out.bias": (10,)}
+
+
+def simplecnn(p, x, training=False):
+    x = F.max_pool2d(F.relu(F.conv2d(x, p["conv1.weight"], p["conv1.bias"])), 2)
+    x = F.max_pool2d(F.relu(F.conv2d(x, p["conv2.weight"], p["conv2.bias"])), 2)
+    x = F.relu(F.linear(x.flatten(1), p["hidden.weight"], p["hidden.bias"]))
+    return F.linear(x, p["out.weight"], p["out.bias"])
+
+
 def bnnet_params():
     return {"conv.weight": (8, 1, 3, 3), "bn1.weight": (8,), "bn1.bias": (8,),
             "bn1.running_mean": (8,), "bn1.running_var": (8,), "hidden.weight": (32, 1568),
@@ -69,7 +82,7 @@ def bnnet(p, x, training=False):
 
 
 MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05),
-          "bnnet": (bnnet_params, bnnet, 0.05)}
+          "simplecnn": (simplecnn_params, simplecnn, 0.01), "bnnet": (bnnet_params, bnnet, 0.05)}
 
 
 def is_buffer(name):
