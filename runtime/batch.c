@@ -3,25 +3,46 @@
  * A batcher walks a dataset in the order of b->order, a permutation of the
  * sample indices, copying each batch into the caller's buffers.  Shuffled,
  * every epoch starts from 0..count-1 and applies a Fisher–Yates shuffle
- * (from the last position down, j = dlrt_rng_below(i + 1)) drawn from the
- * batcher's own generator, seeded once at init: the same seed gives the
- * same sequence of epochs on every machine, and no other use of random
- * numbers (weight initialization, dropout) can change it.  Unshuffled, the
- * order stays 0..count-1.  The dataset must outlive the batcher.
+ * (from the last position down, j = dlrt_rng_below(i + 1)) drawn from a
+ * generator seeded for that epoch alone with epoch_seed(seed, epoch).  So
+ * the order of epoch e depends on nothing but the seed and e: the same seed
+ * gives the same sequence of epochs on every machine, no other use of
+ * random numbers (weight initialization, dropout) can change it, and a run
+ * resumed from a checkpoint at epoch e needs no generator state to go on
+ * exactly as an uninterrupted run would.  Unshuffled, the order stays
+ * 0..count-1.  The dataset must outlive the batcher.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "dlrt.h"
 
+/* splitmix64's step: a bijection that scatters nearby inputs. */
+static uint64_t mix(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* The seed of one epoch's shuffle.  Mixing the seed before adding the
+ * epoch keeps (seed, epoch + 1) from meeting (seed + 1, epoch): epochs of
+ * nearby seeds share no orders. */
+static uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
+    return mix(mix(seed) + (uint64_t)epoch);
+}
+
 /* Resets the order (shuffled when shuffling) and rewinds. */
-static void start_epoch(DlrtBatcher *b) {
+static void start_epoch(DlrtBatcher *b, int64_t epoch) {
     int64_t n = b->ds->count;
+    b->epoch = epoch;
     for (int64_t i = 0; i < n; i++)
         b->order[i] = i;
     if (b->shuffle) {
+        DlrtRng rng;
+        dlrt_rng_seed(&rng, epoch_seed(b->seed, epoch));
         for (int64_t i = n - 1; i > 0; i--) {
-            int64_t j = (int64_t)dlrt_rng_below(&b->rng, (uint64_t)i + 1);
+            int64_t j = (int64_t)dlrt_rng_below(&rng, (uint64_t)i + 1);
             int64_t t = b->order[i];
             b->order[i] = b->order[j];
             b->order[j] = t;
@@ -50,8 +71,8 @@ DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batc
     b->ds = ds;
     b->batch = batch;
     b->shuffle = shuffle;
-    dlrt_rng_seed(&b->rng, seed);
-    start_epoch(b);
+    b->seed = seed;
+    start_epoch(b, 0);
     return DLRT_OK;
 }
 
@@ -73,9 +94,14 @@ int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y) {
     return n;
 }
 
+void dlrt_batcher_start_epoch(DlrtBatcher *b, int64_t epoch) {
+    if (b && b->order)
+        start_epoch(b, epoch);
+}
+
 void dlrt_batcher_next_epoch(DlrtBatcher *b) {
     if (b && b->order)
-        start_epoch(b);
+        start_epoch(b, b->epoch + 1);
 }
 
 void dlrt_batcher_free(DlrtBatcher *b) {

@@ -22,6 +22,10 @@
  * else (other .npy dtypes, CSV), whose values are taken to be in the units
  * the network wants already.  Non-finite results are rejected.
  *
+ * The *_images loaders read images without labels, to classify: the
+ * dataset's y is NULL.  A .npy array of exactly the network's input shape
+ * is one sample there, since np.save(path, image) is how one saves one.
+ *
  * Numbers in CSV are read with strtod, so in the "C" locale (the one a
  * program runs in unless it calls setlocale) the decimal point is '.'.
  */
@@ -247,9 +251,10 @@ static DlrtStatus read_header_bytes(Reader *r, void *buf, int64_t n, int64_t tot
 
 /* ---- the dataset ------------------------------------------------------- */
 
-/* Sets the shape and allocates x and y; on failure ds stays zeroed. */
+/* Sets the shape and allocates x, and y when labels; on failure ds stays
+ * zeroed. */
 static DlrtStatus dataset_alloc(DlrtDataset *ds, int64_t count, int rank, const int64_t *dims,
-                                const char *path, DlrtError *err) {
+                                bool labels, const char *path, DlrtError *err) {
     int64_t size = 1;
     for (int i = 0; i < rank; i++)
         size *= dims[i];
@@ -257,8 +262,8 @@ static DlrtStatus dataset_alloc(DlrtDataset *ds, int64_t count, int rank, const 
     if ((uint64_t)count * (uint64_t)size > SIZE_MAX / sizeof(float))
         return dlrt_fail(err, DLRT_E_NOMEM, "%s: too large for memory", path);
     ds->x = malloc((size_t)(count * size) * sizeof *ds->x);
-    ds->y = malloc((size_t)count * sizeof *ds->y);
-    if (!ds->x || !ds->y) {
+    ds->y = labels ? malloc((size_t)count * sizeof *ds->y) : NULL;
+    if (!ds->x || (labels && !ds->y)) {
         dlrt_dataset_free(ds);
         return dlrt_fail(err, DLRT_E_NOMEM, "%s: out of memory for %lld samples of %lld values",
                          path, (long long)count, (long long)size);
@@ -364,7 +369,8 @@ static DlrtStatus idx_read_header(Reader *r, bool labels, IdxHeader *h, DlrtErro
     return DLRT_OK;
 }
 
-/* Fills ds from the raw bytes of a checked pair of files. */
+/* Fills ds from the raw bytes of a checked pair of files (labels NULL for
+ * images alone). */
 static DlrtStatus idx_fill(DlrtDataset *ds, const IdxHeader *h, const uint8_t *pixels,
                            const uint8_t *labels, const DlrtScaling *s, const char *path,
                            DlrtError *err) {
@@ -373,7 +379,7 @@ static DlrtStatus idx_fill(DlrtDataset *ds, const IdxHeader *h, const uint8_t *p
     /* a 2-d image gets a channel dimension of 1 */
     memcpy(dims + (rank == 2), h->dims + 1, (size_t)rank * sizeof *dims);
     rank += rank == 2;
-    DlrtStatus st = dataset_alloc(ds, h->dims[0], rank, dims, path, err);
+    DlrtStatus st = dataset_alloc(ds, h->dims[0], rank, dims, labels != NULL, path, err);
     if (st != DLRT_OK)
         return st;
     float lut[256];
@@ -387,9 +393,11 @@ static DlrtStatus idx_fill(DlrtDataset *ds, const IdxHeader *h, const uint8_t *p
     }
     for (int64_t i = 0; i < h->elements; i++)
         ds->x[i] = lut[pixels[i]];
-    for (int64_t i = 0; i < ds->count; i++)
-        ds->y[i] = labels[i];
-    dataset_count_classes(ds);
+    if (labels) {
+        for (int64_t i = 0; i < ds->count; i++)
+            ds->y[i] = labels[i];
+        dataset_count_classes(ds);
+    }
     return DLRT_OK;
 }
 
@@ -423,6 +431,29 @@ DlrtStatus dlrt_load_idx(DlrtDataset *ds, const char *images, const char *labels
     reader_close(&rl);
     free(pixels);
     free(labs);
+    return st;
+}
+
+DlrtStatus dlrt_load_idx_images(DlrtDataset *ds, const char *path, const DlrtScaling *scaling,
+                                DlrtError *err) {
+    if (!ds || !path)
+        return dlrt_fail(err, DLRT_E_ARG, "dlrt_load_idx_images: a dataset and a path are needed");
+    memset(ds, 0, sizeof *ds);
+    DlrtScaling s;
+    Reader r = {0};
+    IdxHeader h = {0};
+    uint8_t *pixels = NULL;
+    DlrtStatus st = resolve_scaling(scaling, dlrt_scaling_default(), &s, err);
+    if (st == DLRT_OK)
+        st = reader_open(&r, path, err);
+    if (st == DLRT_OK)
+        st = idx_read_header(&r, false, &h, err);
+    if (st == DLRT_OK)
+        st = read_payload(&r, h.elements, &pixels, err);
+    if (st == DLRT_OK)
+        st = idx_fill(ds, &h, pixels, NULL, &s, path, err);
+    reader_close(&r);
+    free(pixels);
     return st;
 }
 
@@ -797,14 +828,16 @@ static DlrtStatus npy_open(Reader *r, const char *path, bool labels, NpyHeader *
     return st;
 }
 
-/* Converts the checked raw data of both files into ds. */
+/* Converts the checked raw data of both files into ds (hl NULL for images
+ * alone). */
 static DlrtStatus npy_fill(DlrtDataset *ds, const NpyHeader *hi, const uint8_t *pixels,
                            const NpyHeader *hl, const uint8_t *labs, const DlrtScaling *s,
                            const char *images, const char *labels, DlrtError *err) {
-    DlrtStatus st = dataset_alloc(ds, hi->dims[0], hi->rank - 1, hi->dims + 1, images, err);
+    DlrtStatus st = dataset_alloc(ds, hi->dims[0], hi->rank - 1, hi->dims + 1, hl != NULL,
+                                  images, err);
     if (st == DLRT_OK)
         st = npy_images(ds, hi, pixels, s, images, err);
-    if (st == DLRT_OK)
+    if (st == DLRT_OK && hl)
         st = npy_labels(ds, hl, labs, labels, err);
     if (st != DLRT_OK)
         dlrt_dataset_free(ds);
@@ -839,6 +872,42 @@ DlrtStatus dlrt_load_npy(DlrtDataset *ds, const char *images, const char *labels
     reader_close(&rl);
     free(pixels);
     free(labs);
+    return st;
+}
+
+DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_rank,
+                                const int64_t *sample_dims, const DlrtScaling *scaling,
+                                DlrtError *err) {
+    if (!ds || !path)
+        return dlrt_fail(err, DLRT_E_ARG, "dlrt_load_npy_images: a dataset and a path are needed");
+    memset(ds, 0, sizeof *ds);
+    DlrtScaling s;
+    Reader r = {0};
+    NpyHeader h = {0};
+    uint8_t *pixels = NULL;
+    DlrtStatus st = reader_open(&r, path, err);
+    if (st == DLRT_OK)
+        st = npy_read_header(&r, &h, err);
+    /* one sample: read it as a count of 1, as np.save(x[None]) would have
+       written it */
+    if (st == DLRT_OK && h.rank == sample_rank && h.rank < NPY_MAX_DIMS &&
+        (h.rank == 0 || memcmp(h.dims, sample_dims, (size_t)h.rank * sizeof *h.dims) == 0)) {
+        memmove(h.dims + 1, h.dims, (size_t)h.rank * sizeof *h.dims);
+        h.dims[0] = 1;
+        h.rank++;
+    }
+    if (st == DLRT_OK)
+        st = npy_check_shape(path, &h, false, err);
+    if (st == DLRT_OK) {
+        bool bytes = h.kind == 'u' && h.size == 1;
+        st = resolve_scaling(scaling, bytes ? dlrt_scaling_default() : identity_scaling, &s, err);
+    }
+    if (st == DLRT_OK)
+        st = read_payload(&r, h.elements * h.size, &pixels, err);
+    if (st == DLRT_OK)
+        st = npy_fill(ds, &h, pixels, NULL, NULL, &s, path, NULL, err);
+    reader_close(&r);
+    free(pixels);
     return st;
 }
 
@@ -978,7 +1047,7 @@ static DlrtStatus csv_fill(DlrtDataset *ds, const char *path, char *text, char *
                            bool header, int label_column, const CsvShape *shape,
                            const DlrtScaling *s, DlrtError *err) {
     int64_t dims[1] = {shape->cols - 1};
-    DlrtStatus st = dataset_alloc(ds, shape->rows, 1, dims, path, err);
+    DlrtStatus st = dataset_alloc(ds, shape->rows, 1, dims, true, path, err);
     Line line = {0};
     char *pos = text;
     if (header)
@@ -1069,7 +1138,7 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
                          have, want, missing_channel(ds->rank, ds->dims, rank, dims)
                              ? " (the data lacks a channel dimension of 1)" : "");
     }
-    for (int64_t i = 0; i < ds->count; i++)
+    for (int64_t i = 0; ds->y && i < ds->count; i++)
         if (ds->y[i] < 0 || ds->y[i] >= num_classes)
             return dlrt_fail(err, DLRT_E_RANGE, "label %d at sample %lld is out of range for %d "
                              "classes", (int)ds->y[i], (long long)i, (int)num_classes);

@@ -160,11 +160,12 @@ DlrtStatus dlrt_load_csv(DlrtDataset *ds, const char *path, int label_column, bo
  * count first, as dlrt_load_idx reads it (one image is a count of 1). */
 DlrtStatus dlrt_load_idx_images(DlrtDataset *ds, const char *path, const DlrtScaling *scaling,
                                 DlrtError *err);
-/* A .npy file of images: an array of rank sample_rank (the network's) is
- * one sample; any other rank has the count first.  Shapes and scaling as
- * dlrt_load_npy. */
+/* A .npy file of images: an array of exactly the shape sample_dims (the
+ * network's input, of rank sample_rank) is one sample; any other has the
+ * count first.  Shapes and scaling as dlrt_load_npy. */
 DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_rank,
-                                const DlrtScaling *scaling, DlrtError *err);
+                                const int64_t *sample_dims, const DlrtScaling *scaling,
+                                DlrtError *err);
 /* Checks that every sample has the shape a network expects and every label
  * (if there are labels) is below num_classes; the message names the first
  * offender. */
@@ -287,11 +288,16 @@ typedef struct DlrtPool {
     bool count_include_pad; /* average pooling: divide by the whole window */
 } DlrtPool;
 
-/* Floats of scratch memory the convolution kernels need for a batch of n
- * (an im2col buffer); the caller provides it.  Today the size does not
- * depend on n (one buffer serves every sample); n is there for per-thread
- * buffers once the kernels use OpenMP. */
-int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int64_t n);
+/* The threads the kernels may use: OpenMP's count (omp_get_max_threads,
+ * which dlrt_set_threads and OMP_NUM_THREADS set), 1 in a build without
+ * OpenMP.  Kernels split the batch (convolutions), the output features
+ * (dense layers), channels or elements among them, each worker on fixed
+ * iterations, so a thread count always gives the same results. */
+int dlrt_threads(void);
+/* Floats of scratch memory the convolution kernels need when `threads`
+ * workers run them (an im2col buffer and a partial weight gradient each);
+ * the caller provides it, and passes the same `threads` to the kernels. */
+int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
 /* The kernels, for float and (with the suffix _f64) for double: see
  * dlrt_kernels.h.  f64 serves gradient checks by finite differences. */
 #define DLRT_REAL float
@@ -384,6 +390,7 @@ typedef struct DlrtGradcheckResult {
     double analytic, numeric;
     double worst_f32;       /* the largest relative error, f32 vs f64 gradients */
     int64_t checked;        /* entries compared with finite differences */
+    int64_t kinks;          /* of them, at a kink: compared with a one-sided slope */
     int tensors;            /* trainable tensors */
 } DlrtGradcheckResult;
 

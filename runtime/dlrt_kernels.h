@@ -9,13 +9,13 @@
 /* y[n,f,oh,ow] = conv(x[n,c,h,w], w[f,c/groups,kh,kw]) + b[f] (b may be NULL). */
 void DLRT_K(dlrt_conv2d_forward)(const DlrtConv *cv, int64_t n, const DLRT_REAL *x,
                                  const DLRT_REAL *w, const DLRT_REAL *b, DLRT_REAL *y,
-                                 DLRT_REAL *work);
+                                 DLRT_REAL *work, int threads);
 /* dx[n,c,h,w] from dy[n,f,oh,ow] and w. */
 void DLRT_K(dlrt_conv2d_backward_input)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
-                                        const DLRT_REAL *w, DLRT_REAL *dx, DLRT_REAL *work);
+                                        const DLRT_REAL *w, DLRT_REAL *dx, DLRT_REAL *work, int threads);
 /* dw[f,c/groups,kh,kw], summed over the batch, from dy and x. */
 void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
-                                         const DLRT_REAL *x, DLRT_REAL *dw, DLRT_REAL *work);
+                                         const DLRT_REAL *x, DLRT_REAL *dw, DLRT_REAL *work, int threads);
 
 /* y[n,out] = x[n,in] w[out,in]^T + b[out] (b may be NULL) (torch.nn.Linear). */
 void DLRT_K(dlrt_dense_forward)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *x,

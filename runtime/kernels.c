@@ -93,9 +93,46 @@ static int64_t avg_divisor(const DlrtPool *p, int64_t oy, int64_t ox) {
     return (ye - ys) * (xe - xs);
 }
 
-int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int64_t n) {
-    (void)n; /* one buffer, reused by every sample (one per thread with OpenMP) */
-    return cv->c / cv->groups * cv->kh * cv->kw * cv->oh * cv->ow;
+/* ---- threads: OpenMP when the build has it ------------------------------- */
+
+#ifdef _OPENMP
+#include <omp.h>
+#define PRAGMA(x) _Pragma(#x)
+/* A loop split in equal static chunks over t workers: a given t always
+ * gives each worker the same iterations, hence the same bits. */
+#define PARALLEL_FOR(t) PRAGMA(omp parallel for num_threads(t) schedule(static))
+static int worker(void) { return omp_get_thread_num(); }
+int dlrt_threads(void) { return omp_get_max_threads(); }
+#else
+#define PARALLEL_FOR(t)
+static int worker(void) { return 0; }
+int dlrt_threads(void) { return 1; }
+#endif
+
+/* Products and loops smaller than this (multiply-adds or elements) run on
+ * one thread: waking others costs more than they save. */
+#define PARALLEL_MIN_WORK (1 << 16)
+
+/* Workers for a loop of `items` iterations and `work` in all, given at most
+ * `threads` (the buffers a convolution's workspace holds, say). */
+static int workers(int threads, int64_t items, int64_t work) {
+    int64_t t = dlrt_threads();
+    if (threads < t)
+        t = threads;
+    if (items < t)
+        t = items;
+    return work < PARALLEL_MIN_WORK || t < 1 ? 1 : (int)t;
+}
+
+/* A convolution worker's slice of the workspace: an im2col buffer, then a
+ * copy of dw for the backward weight kernel to sum its samples into. */
+static int64_t conv_slice(const DlrtConv *cv) {
+    return cv->c / cv->groups * cv->kh * cv->kw * cv->oh * cv->ow +
+           cv->f * (cv->c / cv->groups) * cv->kh * cv->kw;
+}
+
+int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads) {
+    return conv_slice(cv) * (threads < 1 ? 1 : threads);
 }
 
 /* Whether every label is a valid class index. */

@@ -57,3 +57,7 @@ if os.path.isdir("/usr/share/datasets/fashion-mnist"):
 config.environment["ASAN_OPTIONS"] = "detect_leaks=1:abort_on_error=0"
 config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
 config.environment["NO_COLOR"] = "1"
+# Tests run side by side on few cores: OpenMP threads that spin while
+# waiting (the default, fastest on an idle machine) would steal the cores
+# their partners need, and a 2-thread program slows down tenfold.
+config.environment["OMP_WAIT_POLICY"] = "passive"

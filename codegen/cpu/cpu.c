@@ -215,7 +215,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     switch (op->kind) {
     case DLC_OP_CONV2D:
         put_conv(o, op, &x->type, &y->type);
-        put(o, "    dlrt_conv2d_forward(&cv, n, a0, a1, %s, r0, work);\n",
+        put(o, "    dlrt_conv2d_forward(&cv, n, a0, a1, %s, r0, work, threads);\n",
             op->nparams == 2 ? "a2" : "NULL");
         return true;
     case DLC_OP_DENSE:
@@ -321,11 +321,11 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     case DLC_OP_CONV2D_GRAD_INPUT:
         put_conv(o, op, &y->type, &x->type);
-        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, a1, r0, work);\n");
+        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, a1, r0, work, threads);\n");
         return true;
     case DLC_OP_CONV2D_GRAD_WEIGHT:
         put_conv(o, op, &op->in[1]->type, &x->type);
-        put(o, "    dlrt_conv2d_backward_weight(&cv, n, a0, a1, r0, work);\n");
+        put(o, "    dlrt_conv2d_backward_weight(&cv, n, a0, a1, r0, work, threads);\n");
         return true;
     case DLC_OP_SGD_UPDATE:
         put(o, "    dlrt_sgd_update(%lld, a0, a1, %s, %s, %s, a2, %s);\n", ne,
@@ -444,7 +444,7 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
     for (int r = 0; r < op->nout; r++)
         put(o, ", %s *restrict r%d", ctype(cpu, op->out[r]), r);
     if (uses_work(op))
-        put(o, ", %s *restrict work", cpu->real);
+        put(o, ", %s *restrict work, int threads", cpu->real);
     if (uses_seed(op))
         put(o, ", uint64_t seed");
     put(o, ") {\n");
@@ -481,7 +481,7 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const Slots *s,
         for (int r = 0; r < op->nout; r++)
             put(o, ", %s", where(cpu, s, op->out[r]));
         if (uses_work(op))
-            put(o, ", net->work");
+            put(o, ", net->work, net->threads");
         if (uses_seed(op))
             put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
         put(o, ");\n");
@@ -523,8 +523,9 @@ static void put_header(Cpu *cpu, Out *o) {
     put(o, "#define %s_TENSORS %d /* parameters and buffers in a checkpoint */\n\n", U,
         cpu->nparams);
     put(o, "/* Bytes of memory for batches of up to max_batch samples: parameters,\n"
-           " * optimizer state, activations and scratch; all of it is allocated by\n"
-           " * %s_create. */\n", p);
+           " * optimizer state, activations and scratch (for dlrt_threads() threads);\n"
+           " * all of it is allocated by %s_create, which uses that many threads at\n"
+           " * most: set the thread count (dlrt_set_threads) before creating. */\n", p);
     put(o, "size_t %s_memory(int64_t max_batch);\n", p);
     put(o, "/* A network with fresh parameters (PyTorch's initialization, from seed). */\n");
     put(o, "DlrtStatus %s_create(%s **net, int64_t max_batch, uint64_t seed, DlrtError *err);\n", p, T);
@@ -625,7 +626,8 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
     int64_t act_u = st && st->unbatched > si->unbatched ? st->unbatched : si->unbatched;
     put(o, "\n/* ---- the API (%s.h) ---- */\n\n", p);
     /* convolution geometries, for the scratch size */
-    put(o, "static int64_t work_floats(int64_t max_batch) {\n    int64_t most = 0;\n    (void)max_batch;\n");
+    put(o, "/* Scratch for the convolutions run by `threads` workers. */\n"
+           "static int64_t work_floats(int threads) {\n    int64_t most = 0;\n    (void)threads;\n");
     const DlcNetwork *nets[2] = {net, cpu->train};
     for (int k = 0; k < 2; k++)
         for (int i = 0; nets[k] && i < nets[k]->nops; i++) {
@@ -638,12 +640,12 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
             const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
             put(o, "    {\n");
             put_conv(o, op, x, y);
-            put(o, "    int64_t w = dlrt_conv2d_workspace(&cv, max_batch);\n"
+            put(o, "    int64_t w = dlrt_conv2d_workspace(&cv, threads);\n"
                    "    if (w > most)\n        most = w;\n    }\n");
         }
     put(o, "    return most;\n}\n\n");
     put(o, "size_t %s_memory(int64_t max_batch) {\n"
-           "    return sizeof(%s) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(max_batch));\n}\n\n",
+           "    return sizeof(%s) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(dlrt_threads()));\n}\n\n",
         p, cpu->real, (long long)cpu->param_floats, (long long)act_b, (long long)act_u);
 
     /* tensors */
@@ -671,7 +673,8 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
            "    if (!net)\n        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory\");\n"
            "    net->max_batch = max_batch;\n"
            "    net->seed = seed;\n"
-           "    net->work_floats = work_floats(max_batch);\n"
+           "    net->threads = dlrt_threads();\n"
+           "    net->work_floats = work_floats(net->threads);\n"
            "    net->params = calloc(%lld + 1, sizeof *net->params);\n"
            "    net->act = calloc((size_t)(%lld * max_batch + %lld + 1), sizeof *net->act);\n"
            "    net->work = calloc((size_t)net->work_floats + 1, sizeof *net->work);\n"
@@ -1010,7 +1013,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         cname, DLC_VERSION, m->source ? m->source : "IR", hname, hname);
     put(&c, "\nstruct %s {\n    int64_t max_batch;\n    %s *params; /* parameters and buffers */\n"
             "    %s *act;    /* every value of a step, batch first */\n"
-            "    %s *work;   /* convolution scratch */\n    int64_t work_floats;\n"
+            "    %s *work;   /* convolution scratch, for `threads` workers */\n    int64_t work_floats;\n"
+            "    int threads;   /* the kernels' threads at most (dlrt_threads() when created) */\n"
             "    int32_t step;  /* training steps taken, for Adam */\n"
             "    uint64_t seed; /* of the initialization, and of dropout's masks */\n};\n", cpu.type, cpu.real,
         cpu.real, cpu.real);

@@ -1,10 +1,12 @@
-/* test_data.c — tests of libdlrt's datasets (data.c) and batching (batch.c).
+/* test_data.c — tests of libdlrt's datasets (data.c, pgm.c) and batching
+ * (batch.c).
  *
- * With no arguments it runs the unit tests: it writes small IDX, .npy and
- * CSV files (plain and gzip-compressed) into a fresh temporary folder,
- * loads them, checks every value and every error (status and message),
- * then checks the batcher's properties; it prints "N passed, N failed"
- * last and exits 1 on any failure.
+ * With no arguments it runs the unit tests: it writes small IDX, .npy,
+ * CSV and PGM files (plain and gzip-compressed) into a fresh temporary
+ * folder, loads them (with labels, and as images alone), checks every
+ * value and every error (status and message), then checks the batcher's
+ * properties; it prints "N passed, N failed" last and exits 1 on any
+ * failure.
  *
  * With a mode it is a tool for the lit tests (tests/runtime/data_*.test),
  * which compare its output with an independent reading in Python
@@ -880,6 +882,127 @@ static void test_check(void) {
 }
 
 /* ======================================================================== */
+/* Images without labels, for predictions                                   */
+/* ======================================================================== */
+
+static void test_images_only(void) {
+    DlrtDataset ds;
+    DlrtError err = {0};
+    /* IDX: the images of the standard pair, no labels */
+    for (int gz = 0; gz < 2; gz++) {
+        Buf img = std_images();
+        write_buf("img", &img, gz);
+        CHECK_OK(dlrt_load_idx_images(&ds, tpath("img"), NULL, &err), err);
+        CHECK(ds.count == 3 && ds.rank == 3 && ds.dims[0] == 1 && ds.dims[1] == 2 &&
+              ds.dims[2] == 3 && !ds.y && ds.num_classes == 0);
+        CHECK(ds.x && ds.x[1] == scaled(255) && ds.x[17] == scaled(160));
+        CHECK_OK(dlrt_dataset_check(&ds, 3, (const int64_t[]){1, 2, 3}, 10, &err), err);
+        dlrt_dataset_free(&ds);
+        buf_free(&img);
+    }
+    Buf lab = std_labels();
+    write_buf("lab", &lab, false);
+    CHECK_ERROR(dlrt_load_idx_images(&ds, tpath("lab"), NULL, &err), err, DLRT_E_FORMAT,
+                "is it a labels file?");
+    CHECK(is_zeroed(&ds));
+    buf_free(&lab);
+    /* .npy: the network's own shape is one sample, anything else count first */
+    const int64_t sample[3] = {1, 2, 3};
+    Buf one = npy("|u1", "(1, 2, 3)", pixels3, 6), three = npy("|u1", "(3, 1, 2, 3)", pixels3, 18);
+    Buf flat = npy("<f4", "(3, 2)", (const float[]){0.5f, 1, 2, 3, 4, 5}, 24);
+    write_buf("one.npy", &one, false);
+    write_buf("three.npy", &three, true);
+    write_buf("flat.npy", &flat, false);
+    CHECK_OK(dlrt_load_npy_images(&ds, tpath("one.npy"), 3, sample, NULL, &err), err);
+    CHECK(ds.count == 1 && ds.rank == 3 && ds.dims[0] == 1 && ds.dims[2] == 3 && !ds.y &&
+          ds.x[1] == scaled(255));
+    dlrt_dataset_free(&ds);
+    CHECK_OK(dlrt_load_npy_images(&ds, tpath("three.npy"), 3, sample, NULL, &err), err);
+    CHECK(ds.count == 3 && ds.rank == 3 && ds.sample_size == 6 && ds.x[17] == scaled(160));
+    dlrt_dataset_free(&ds);
+    /* same rank, other shape: counted, and float data is kept as it is */
+    CHECK_OK(dlrt_load_npy_images(&ds, tpath("flat.npy"), 2, (const int64_t[]){2, 3}, NULL,
+                                  &err), err);
+    CHECK(ds.count == 3 && ds.rank == 1 && ds.dims[0] == 2 && ds.x[0] == 0.5f && ds.x[5] == 5);
+    dlrt_dataset_free(&ds);
+    buf_free(&one);
+    buf_free(&three);
+    buf_free(&flat);
+}
+
+/* ======================================================================== */
+/* PGM                                                                      */
+/* ======================================================================== */
+
+static void expect_pgm_error(const char *text, size_t n, DlrtStatus want, const char *message,
+                             int line) {
+    DlrtDataset ds;
+    DlrtError err = {0};
+    write_file("bad.pgm", text, n, false);
+    check_error_at(dlrt_load_pgm(&ds, tpath("bad.pgm"), &err), &err, want, message, line);
+    check_at(is_zeroed(&ds), "a zeroed dataset after an error", line);
+}
+#define PGM_ERROR(text, want, message) \
+    expect_pgm_error((text), sizeof(text) - 1, (want), (message), __LINE__)
+
+static void test_pgm(void) {
+    DlrtDataset ds;
+    DlrtError err = {0};
+    /* P2 with comments everywhere the header allows and a maxval of 15 */
+    write_text("a.pgm", "P2 # ascii\n# size:\n3 2\n15\n0 15 7\n# a comment in the pixels\n1 2 3\n");
+    CHECK_OK(dlrt_load_pgm(&ds, tpath("a.pgm"), &err), err);
+    CHECK(ds.count == 1 && ds.rank == 3 && ds.dims[0] == 1 && ds.dims[1] == 2 &&
+          ds.dims[2] == 3 && ds.sample_size == 6 && !ds.y && ds.num_classes == 0);
+    CHECK(ds.x && ds.x[0] == 0 && ds.x[1] == 1 && ds.x[2] == (float)(7.0 / 15) &&
+          ds.x[5] == (float)(3.0 / 15));
+    dlrt_dataset_free(&ds);
+    /* P5 with 8 and 16 bits (big-endian), plain and gzip; a first pixel of
+       10 ('\n') right after the one whitespace that ends the header */
+    for (int gz = 0; gz < 2; gz++) {
+        write_file("b.pgm", "P5\n2 1\n255\n\n\xff", 13, gz);
+        CHECK_OK(dlrt_load_pgm(&ds, tpath("b.pgm"), &err), err);
+        CHECK(ds.count == 1 && ds.dims[1] == 1 && ds.dims[2] == 2 && ds.x[0] == scaled(10) &&
+              ds.x[1] == 1);
+        dlrt_dataset_free(&ds);
+        write_file("c.pgm", "P5 2 1 1000 \x03\xe8\x01\xf4", 16, gz);
+        CHECK_OK(dlrt_load_pgm(&ds, tpath("c.pgm"), &err), err);
+        CHECK(ds.x[0] == 1 && ds.x[1] == 0.5f);
+        dlrt_dataset_free(&ds);
+    }
+    /* trailing whitespace is fine */
+    write_text("d.pgm", "P2 1 1 255 17 \n\n");
+    CHECK_OK(dlrt_load_pgm(&ds, tpath("d.pgm"), &err), err);
+    CHECK(ds.x[0] == (float)(17.0 / 255));
+    dlrt_dataset_free(&ds);
+
+    PGM_ERROR("", DLRT_E_FORMAT, "bad.pgm: the file is empty");
+    PGM_ERROR("GIF89a", DLRT_E_FORMAT, "not a PGM image: it does not start with P5 or P2");
+    PGM_ERROR("P3 1 1 255 1 2 3", DLRT_E_FORMAT, "a Netpbm P3 (PPM, color) image");
+    PGM_ERROR("P4 8 1 \x01", DLRT_E_FORMAT, "a Netpbm P4 (PBM, black and white) image");
+    PGM_ERROR("P5", DLRT_E_FORMAT, "P5 is followed by the end of the file, not whitespace");
+    PGM_ERROR("P5 -2 2 255\n", DLRT_E_FORMAT, "bad PGM header: expected the width, found '-'");
+    PGM_ERROR("P5 2 0 255\n", DLRT_E_FORMAT, "the height is 0");
+    PGM_ERROR("P5 2 2000000 255\n", DLRT_E_FORMAT, "the height is larger than 1048576");
+    PGM_ERROR("P5 99999999999999999999 2 255\n", DLRT_E_FORMAT, "the width is larger");
+    PGM_ERROR("P5 2 2 255", DLRT_E_FORMAT, "truncated: the header ends without pixels");
+    PGM_ERROR("P5 1 1 255#x\n\x01", DLRT_E_FORMAT,
+              "the maxval is followed by '#', not one whitespace character");
+    PGM_ERROR("P5 2 1 255\n\x01", DLRT_E_FORMAT, "truncated: 1 of 2 bytes of pixels");
+    PGM_ERROR("P5 1 1 300\n\x01\x2d", DLRT_E_FORMAT, "pixel 0 is 301, above the maxval 300");
+    PGM_ERROR("P5 1 1 255\n\x01\x02", DLRT_E_FORMAT,
+              "1 bytes of data after the image (one image per file)");
+    PGM_ERROR("P5 1 1 255\n\x01P5 1 1 255\n\x01", DLRT_E_FORMAT, "bytes of data after the image");
+    PGM_ERROR("P2 2 1 255\n1", DLRT_E_FORMAT, "truncated: 1 of 2 pixels");
+    PGM_ERROR("P2 2 1 255\n1 2x", DLRT_E_FORMAT, "bad PGM pixels: pixel 1 is followed by 'x'");
+    PGM_ERROR("P2 1 1 255\n-1", DLRT_E_FORMAT, "bad PGM pixels: expected pixel 0, found '-'");
+    PGM_ERROR("P2 1 1 255\n256", DLRT_E_FORMAT, "pixel 0 is 256, above the maxval 255");
+    PGM_ERROR("P2 1 1 255\n99999999999999999999", DLRT_E_FORMAT, "pixel 0 is larger than");
+    CHECK_ERROR(dlrt_load_pgm(&ds, tpath("nowhere.pgm"), &err), err, DLRT_E_IO,
+                "nowhere.pgm: cannot open: No such file or directory");
+    CHECK_ERROR(dlrt_load_pgm(NULL, "x", &err), err, DLRT_E_ARG, "dlrt_load_pgm");
+}
+
+/* ======================================================================== */
 /* The batcher                                                              */
 /* ======================================================================== */
 
@@ -1004,6 +1127,13 @@ static bool epoch_orders(const DlrtDataset *ds, uint64_t seed, int epochs, int32
     return ok;
 }
 
+static uint64_t splitmix_step(uint64_t z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
 static void test_batcher_shuffle(void) {
     DlrtDataset ds = index_dataset(20);
     int32_t a[60], b[60], c[60], ident[20];
@@ -1019,13 +1149,14 @@ static void test_batcher_shuffle(void) {
         differ += epoch_orders(&ds, seed == 42 ? 1000 : seed, 1, c) &&
                   memcmp(a, c, sizeof ident) != 0;
     CHECK(differ == 20);
-    /* the documented algorithm: Fisher–Yates from the top on the batcher's
-     * own generator, restarting from 0..n-1 each epoch */
+    /* the documented algorithm: Fisher–Yates from the top, restarting from
+     * 0..n-1 each epoch, on a generator seeded for the epoch with
+     * mix(mix(seed) + epoch) (splitmix64's step) */
     DlrtRng rng;
-    dlrt_rng_seed(&rng, 42);
     bool same = true;
     for (int e = 0; e < 3; e++) {
         int32_t o[20];
+        dlrt_rng_seed(&rng, splitmix_step(splitmix_step(42) + (uint64_t)e));
         memcpy(o, ident, sizeof o);
         for (int i = 19; i > 0; i--) {
             int j = (int)dlrt_rng_below(&rng, (uint64_t)i + 1);
@@ -1036,6 +1167,20 @@ static void test_batcher_shuffle(void) {
         same = same && memcmp(o, a + 20 * e, sizeof o) == 0;
     }
     CHECK(same);
+    /* an epoch's order depends on the seed and its number alone: starting
+     * at epoch 2 (as a resumed run does) walks what the third epoch of an
+     * uninterrupted walk did, and epoch 0 again what the first did */
+    DlrtBatcher bt;
+    DlrtError err = {0};
+    int64_t nseen, sizes[64];
+    CHECK_OK(dlrt_batcher_init(&bt, &ds, 3, true, 42, &err), err);
+    dlrt_batcher_start_epoch(&bt, 2);
+    CHECK(walk_epoch(&bt, c, &nseen, sizes) && nseen == 20 && memcmp(c, a + 40, sizeof ident) == 0);
+    dlrt_batcher_next_epoch(&bt);
+    CHECK(bt.epoch == 3);
+    dlrt_batcher_start_epoch(&bt, 0);
+    CHECK(walk_epoch(&bt, c, &nseen, sizes) && memcmp(c, a, sizeof ident) == 0);
+    dlrt_batcher_free(&bt);
     dlrt_dataset_free(&ds);
 }
 
@@ -1272,6 +1417,8 @@ int main(int argc, char **argv) {
     test_csv();
     test_csv_errors();
     test_check();
+    test_images_only();
+    test_pgm();
     test_batcher_sizes();
     test_batcher_errors();
     test_batcher_shuffle();

@@ -292,23 +292,23 @@ static void test_conv_by_hand(Tally *t) {
     float x[] = {1, 2, 3, 4, 0, 1, 0, 1, 2, 2, 2, 2};
     float w[] = {1, 2, 3, 4, 5, 6};
     float b[] = {0.5f, -1.0f};
-    float y[8], work[12];
+    float y[8], work[12 + 6];
     float want[] = {7.5f, 10.5f, 9.5f, 12.5f, 15, 24, 23, 32};
-    CHECK(t, dlrt_conv2d_workspace(&cv, 1) <= 12);
-    dlrt_conv2d_forward(&cv, 1, x, w, b, y, work);
+    CHECK(t, dlrt_conv2d_workspace(&cv, 1) <= 12 + 6); /* im2col, dw */
+    dlrt_conv2d_forward(&cv, 1, x, w, b, y, work, 1);
     CHECK_VALUES(t, "1x1 conv is a matmul", y, want, 8, 0);
 
     /* 3x3, padding 1, on 1..16: each output sums its neighbourhood */
     DlrtConv c3 = {.c = 1, .h = 4, .w = 4, .f = 1, .oh = 4, .ow = 4, .kh = 3, .kw = 3,
                    .sh = 1, .sw = 1, .ph = 1, .pw = 1, .dh = 1, .dw = 1, .groups = 1};
-    float img[16], ones[9], y3[16], work3[9 * 16];
+    float img[16], ones[9], y3[16], work3[9 * 16 + 9];
     for (int i = 0; i < 16; i++)
         img[i] = (float)(i + 1);
     for (int i = 0; i < 9; i++)
         ones[i] = 1.0f;
     float sums[] = {14, 24, 30, 22, 33, 54, 63, 45, 57, 90, 99, 69, 46, 72, 78, 54};
-    CHECK(t, dlrt_conv2d_workspace(&c3, 1) <= 9 * 16);
-    dlrt_conv2d_forward(&c3, 1, img, ones, NULL, y3, work3);
+    CHECK(t, dlrt_conv2d_workspace(&c3, 1) <= 9 * 16 + 9);
+    dlrt_conv2d_forward(&c3, 1, img, ones, NULL, y3, work3, 1);
     CHECK_VALUES(t, "3x3 conv sums neighbourhoods", y3, sums, 16, 0);
 
     /* the same with stride 2 keeps every other output */
@@ -316,14 +316,14 @@ static void test_conv_by_hand(Tally *t) {
     c3s.sh = c3s.sw = 2;
     c3s.oh = c3s.ow = 2;
     float ys[4], wants[] = {14, 30, 57, 99};
-    dlrt_conv2d_forward(&c3s, 1, img, ones, NULL, ys, work3);
+    dlrt_conv2d_forward(&c3s, 1, img, ones, NULL, ys, work3, 1);
     CHECK_VALUES(t, "strided 3x3 conv", ys, wants, 4, 0);
 
     /* cross-correlation, not convolution: a kernel with only its top-left
      * tap set shifts the image down and right */
     float corner[9] = {1, 0, 0, 0, 0, 0, 0, 0, 0};
     float shifted[] = {0, 0, 0, 0, 0, 1, 2, 3, 0, 5, 6, 7, 0, 9, 10, 11};
-    dlrt_conv2d_forward(&c3, 1, img, corner, NULL, y3, work3);
+    dlrt_conv2d_forward(&c3, 1, img, corner, NULL, y3, work3, 1);
     CHECK_VALUES(t, "conv is a cross-correlation", y3, shifted, 16, 0);
 }
 
@@ -517,7 +517,7 @@ static double conv_loss_ref(void *ctx) {
 static double conv_loss_f32(void *ctx) {
     ConvCtx *c = ctx;
     int64_t ny = c->n * c->cv->f * c->cv->oh * c->cv->ow;
-    dlrt_conv2d_forward(c->cv, c->n, c->xf, c->wf, NULL, c->yf, c->work);
+    dlrt_conv2d_forward(c->cv, c->n, c->xf, c->wf, NULL, c->yf, c->work, dlrt_threads());
     double s = 0.0;
     for (int64_t i = 0; i < ny; i++)
         s += c->dy[i] * c->yf[i];
@@ -536,7 +536,7 @@ static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
     ctx.xf = falloc(nx), ctx.wf = falloc(nw), ctx.dyf = falloc(ny), ctx.yf = falloc(ny);
     ctx.x = dalloc(nx), ctx.w = dalloc(nw), ctx.b = dalloc(f), ctx.dy = dalloc(ny);
     ctx.y = dalloc(ny);
-    ctx.work = falloc(dlrt_conv2d_workspace(&cv, n));
+    ctx.work = falloc(dlrt_conv2d_workspace(&cv, dlrt_threads()));
     float *bf = falloc(f), *dx = falloc(nx), *dwt = falloc(nw), *db = falloc(f);
     double *want = dalloc(nx > nw ? nx : nw);
     fill_random(rng, ctx.xf, ctx.x, nx);
@@ -552,14 +552,14 @@ static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
     char *tail = what + len;
     size_t room = sizeof what - (size_t)len;
 
-    dlrt_conv2d_forward(&cv, n, ctx.xf, ctx.wf, bf, ctx.yf, ctx.work);
+    dlrt_conv2d_forward(&cv, n, ctx.xf, ctx.wf, bf, ctx.yf, ctx.work, dlrt_threads());
     conv_ref(&cv, n, ctx.x, ctx.w, ctx.b, ctx.y);
     snprintf(tail, room, "forward");
     CHECK_CLOSE(t, what, ctx.yf, ctx.y, ny, 1e-5);
 
     double *b = ctx.b;
     ctx.b = NULL;
-    dlrt_conv2d_backward_input(&cv, n, ctx.dyf, ctx.wf, dx, ctx.work);
+    dlrt_conv2d_backward_input(&cv, n, ctx.dyf, ctx.wf, dx, ctx.work, dlrt_threads());
     fd_grad(conv_loss_ref, &ctx, ctx.x, nx, 1e-3, want);
     snprintf(tail, room, "backward input vs double differences");
     CHECK_CLOSE(t, what, dx, want, nx, 1e-4);
@@ -567,7 +567,7 @@ static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
     snprintf(tail, room, "backward input vs f32 differences");
     CHECK_CLOSE(t, what, dx, want, nx, 1e-3);
 
-    dlrt_conv2d_backward_weight(&cv, n, ctx.dyf, ctx.xf, dwt, ctx.work);
+    dlrt_conv2d_backward_weight(&cv, n, ctx.dyf, ctx.xf, dwt, ctx.work, dlrt_threads());
     fd_grad(conv_loss_ref, &ctx, ctx.w, nw, 1e-3, want);
     snprintf(tail, room, "backward weight vs double differences");
     CHECK_CLOSE(t, what, dwt, want, nw, 1e-4);
@@ -602,6 +602,9 @@ static void test_conv(Tally *t, DlrtRng *rng) {
     test_conv_case(t, rng, 1, 2, 2, 2, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1); /* kernel > input */
     test_conv_case(t, rng, 3, 3, 9, 7, 2, 5, 3, 2, 2, 2, 1, 1, 1, 1); /* odd sizes */
     test_conv_case(t, rng, 1, 1, 6, 6, 1, 3, 3, 3, 3, 0, 0, 1, 1, 1); /* stride = kernel */
+    /* large enough to be split among threads (dlrt_threads() > 1): five
+     * samples over the workers, partial weight gradients summed */
+    test_conv_case(t, rng, 5, 4, 10, 10, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1050,11 +1053,11 @@ static void run_case(Case *c) {
         int64_t nw = cv.f * (cv.c / cv.groups) * cv.kh * cv.kw;
         const float *x = input(c, "x", nx), *w = input(c, "w", nw), *dy = input(c, "dy", ny);
         const float *b = has_input(c, "b") ? input(c, "b", cv.f) : NULL;
-        float *work = falloc(dlrt_conv2d_workspace(&cv, n));
+        float *work = falloc(dlrt_conv2d_workspace(&cv, dlrt_threads()));
         if (!c->error[0]) {
-            dlrt_conv2d_forward(&cv, n, x, w, b, output(c, "y", ny), work);
-            dlrt_conv2d_backward_input(&cv, n, dy, w, output(c, "dx", nx), work);
-            dlrt_conv2d_backward_weight(&cv, n, dy, x, output(c, "dw", nw), work);
+            dlrt_conv2d_forward(&cv, n, x, w, b, output(c, "y", ny), work, dlrt_threads());
+            dlrt_conv2d_backward_input(&cv, n, dy, w, output(c, "dx", nx), work, dlrt_threads());
+            dlrt_conv2d_backward_weight(&cv, n, dy, x, output(c, "dw", nw), work, dlrt_threads());
             dlrt_bias_backward(n, cv.f, cv.oh * cv.ow, dy, output(c, "db", cv.f));
         }
         free(work);

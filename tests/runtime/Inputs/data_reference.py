@@ -2,7 +2,8 @@
 
 It prints what `test_data` prints for the same files, computed another way:
 IDX with gzip and struct (the pixel bytes themselves, their CRC-32), .npy
-with NumPy, the batcher's order with its own xoshiro256** and Fisher-Yates.
+with NumPy, the batcher's order with its own xoshiro256**, per-epoch seeds and
+Fisher-Yates.
 
   data_reference.py idx-dir DIR                    like test_data idx-dir
   data_reference.py npy IMAGES LABELS              like test_data npy (NumPy)
@@ -149,12 +150,24 @@ class Rng:
                 return x % n
 
 
+def splitmix_step(z):
+    z = (z + 0x9E3779B97F4A7C15) & Rng.M
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & Rng.M
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & Rng.M
+    return z ^ (z >> 31)
+
+
+def epoch_seed(seed, epoch):
+    """batch.c's seed for the shuffle of one epoch (0-based)."""
+    return splitmix_step((splitmix_step(seed) + epoch) & Rng.M)
+
+
 def cmd_batches(folder, batch, seed, epochs):
     dims, pixels = read_idx(find(folder, IDX_NAMES[0]), 3)
     _, labels = read_idx(find(folder, IDX_NAMES[1]), 1)
     count, size = dims[0], math.prod(dims[1:])
-    rng = Rng(seed)
     for epoch in range(1, epochs + 1):
+        rng = Rng(epoch_seed(seed, epoch - 1))
         order = list(range(count))
         for i in range(count - 1, 0, -1):
             j = rng.below(i + 1)

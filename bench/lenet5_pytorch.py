@@ -1,0 +1,142 @@
+#!/usr/bin/env python3
+"""lenet5_pytorch.py: the PyTorch side of bench/lenet5_vs_pytorch.sh, the
+same LeNet-5 as models/lenet5.dl (tests/codegen/Inputs/parity.py checks
+that the two compute the same thing), trained the same way: SGD with
+learning rate 0.01 and momentum 0.9, cross-entropy, PyTorch's default
+initialization (which dlc's follows).
+
+  lenet5_pytorch.py bench [--mode train|infer] [--batch N] [--iters N] [--warmup N] [--threads N]
+      as `./lenet5 bench`: random inputs in [0, 1) and labels, cycled
+      through 8 batches; warm-up iterations, then each timed iteration
+      timed on its own.  Prints one JSON object with the keys of the dlc
+      program's report: median_ms, mean_ms, min_ms, max_ms,
+      images_per_second (batch / median).
+  lenet5_pytorch.py accuracy [--epochs N] [--data DIR] [--threads N]
+      trains on Fashion-MNIST (batch 64, a new random order each epoch) and
+      prints {"test_accuracy": ..., "seconds": ...}.
+
+Run it with Debian's /usr/bin/python3, which has torch.
+"""
+import argparse
+import gzip
+import json
+import os
+import statistics
+import time
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def lenet5():
+    return nn.Sequential(
+        nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(400, 120), nn.ReLU(),
+        nn.Linear(120, 84), nn.ReLU(),
+        nn.Linear(84, 10))
+
+
+def sgd(model):
+    return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def train_step(model, opt, x, y):
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    opt.step()
+    return loss.item()  # as dlc's train_step, which returns the loss
+
+
+def bench(args):
+    torch.manual_seed(0)
+    model = lenet5()
+    pool = [(torch.rand(args.batch, 1, 28, 28), torch.randint(0, 10, (args.batch,)))
+            for _ in range(8)]
+    if args.mode == "train":
+        model.train()
+        opt = sgd(model)
+
+        def iteration(x, y):
+            train_step(model, opt, x, y)
+    else:
+        model.eval()
+
+        def iteration(x, y):
+            with torch.inference_mode():
+                model(x)
+    for i in range(args.warmup):
+        iteration(*pool[i % len(pool)])
+    ms = []
+    for i in range(args.iters):
+        x, y = pool[(args.warmup + i) % len(pool)]
+        t0 = time.perf_counter()
+        iteration(x, y)
+        ms.append(1000 * (time.perf_counter() - t0))
+    median = statistics.median(ms)
+    print(json.dumps({"framework": "pytorch " + torch.__version__, "mode": args.mode,
+                      "threads": torch.get_num_threads(), "batch": args.batch,
+                      "median_ms": median, "mean_ms": statistics.fmean(ms),
+                      "min_ms": min(ms), "max_ms": max(ms),
+                      "images_per_second": args.batch * 1000 / median}))
+
+
+def read_idx(path):
+    with gzip.open(path, "rb") if path.endswith(".gz") else open(path, "rb") as f:
+        data = f.read()
+    rank = data[3]
+    dims = [int.from_bytes(data[4 + 4 * i:8 + 4 * i], "big") for i in range(rank)]
+    return torch.frombuffer(bytearray(data[4 + 4 * rank:]), dtype=torch.uint8).reshape(dims)
+
+
+def split(folder, prefix):
+    def find(name):
+        path = os.path.join(folder, name)
+        return path if os.path.exists(path) else path + ".gz"
+    x = read_idx(find(f"{prefix}-images-idx3-ubyte")).float().div(255).unsqueeze(1)
+    y = read_idx(find(f"{prefix}-labels-idx1-ubyte")).long()
+    return x, y
+
+
+def accuracy(args):
+    torch.manual_seed(1)
+    start = time.perf_counter()
+    xtr, ytr = split(args.data, "train")
+    xte, yte = split(args.data, "t10k")
+    model = lenet5()
+    opt = sgd(model)
+    for _ in range(args.epochs):
+        model.train()
+        order = torch.randperm(len(xtr))
+        for i in range(0, len(xtr), 64):
+            idx = order[i:i + 64]
+            train_step(model, opt, xtr[idx], ytr[idx])
+    model.eval()
+    with torch.inference_mode():
+        correct = sum(int((model(xte[i:i + 1000]).argmax(1) == yte[i:i + 1000]).sum())
+                      for i in range(0, len(xte), 1000))
+    print(json.dumps({"framework": "pytorch " + torch.__version__, "epochs": args.epochs,
+                      "test_accuracy": correct / len(xte),
+                      "seconds": time.perf_counter() - start}))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("command", choices=["bench", "accuracy"])
+    p.add_argument("--mode", choices=["train", "infer"], default="train")
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--iters", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--epochs", type=int, default=10)
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    bench(args) if args.command == "bench" else accuracy(args)
+
+
+if __name__ == "__main__":
+    main()

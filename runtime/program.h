@@ -1,0 +1,67 @@
+/* program.h — what the files of a generated program's command line share.
+ *
+ *   program.c   main: parsing the options, the thread count, dispatching;
+ *               `info`; the JSON report; the clock
+ *   train.c     `train` and `eval`: the commands that run on an IDX folder
+ *   predict.c   `predict`: classifying IDX, .npy and PGM files
+ *   bench.c     `bench`: timing steps on synthetic data
+ *
+ * Internal to libdlrt: generated code includes dlrt.h only.  These are the
+ * only files of the library that print and choose exit statuses; a
+ * command returns 0 on success, 1 for problems with data, files or
+ * training, 2 for bad usage.
+ */
+#ifndef DLRT_PROGRAM_H
+#define DLRT_PROGRAM_H
+
+#include "dlrt.h"
+
+/* The command line, parsed; defaults from the network's train section. */
+typedef struct Options {
+    const char *data;          /* an IDX folder */
+    const char *save, *resume, *log, *report, *weights;  /* files, or NULL */
+    const char *mode;          /* bench: "train" or "infer" */
+    int64_t epochs, batch;     /* train: epochs to run; every command: samples per step */
+    int64_t limit;             /* train: the first samples of the train split; 0 = all */
+    int64_t iters, warmup;     /* bench: timed and untimed iterations */
+    int64_t threads;           /* for dlrt_set_threads */
+    double lr;                 /* train, bench: before the schedule */
+    uint64_t seed;             /* train, bench */
+    bool seed_given;           /* --seed was on the command line */
+    bool batch_given;          /* --batch was (gradcheck's default is small) */
+    double tolerance;          /* gradcheck: the largest relative error that passes */
+    char **inputs;             /* predict: the files to classify (ninputs) */
+    int ninputs;
+} Options;
+
+/* What a command measured, for --report.  Figures not measured stay NAN
+ * (or -1 for counts) and are left out of the file. */
+typedef struct Report {
+    const char *command;         /* "train", "eval", "predict", "bench", "gradcheck" or "info" */
+    const char *mode;            /* bench: "train" or "infer"; else NULL */
+    int64_t epochs;              /* train: epochs the weights have seen, resumed ones included */
+    int64_t images;              /* samples the timed part of the command processed */
+    double train_loss, test_loss, test_accuracy;  /* train, eval (train_loss: train) */
+    double images_per_second;    /* in the timed part: steps, forward passes */
+    double median_ms, mean_ms, min_ms, max_ms;  /* bench: per batch */
+    double gradcheck_error;      /* gradcheck: f64 gradients vs finite differences */
+    double gradcheck_f32_error;  /* gradcheck: f32 gradients vs f64 */
+    double seconds;              /* the whole command, loading included */
+} Report;
+
+/* A report with nothing measured yet. */
+Report dlrt_report_new(const char *command);
+/* Writes the report to o->report (if given); false, after a message, if it
+ * cannot be written. */
+bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r);
+
+/* Seconds on a monotonic clock. */
+double dlrt_clock(void);
+
+int dlrt_train_command(const DlrtModel *m, const Options *o);
+int dlrt_eval_command(const DlrtModel *m, const Options *o);
+int dlrt_predict_command(const DlrtModel *m, const Options *o);
+int dlrt_bench_command(const DlrtModel *m, const Options *o);
+int dlrt_gradcheck_command(const DlrtModel *m, const Options *o);  /* gradcheck.c */
+
+#endif /* DLRT_PROGRAM_H */

@@ -1,0 +1,396 @@
+/* train.c — `train` and `eval`: the commands that run on an IDX folder.
+ *
+ * Training loads the folder's train and test splits (the train split cut
+ * to its first --limit samples), checks both against the network, and runs
+ * the epochs with the learning-rate schedule, evaluating on the test split
+ * after each and stopping with a clear message as soon as the loss is not
+ * finite.  Progress goes to standard error (a bar on a terminal, nothing
+ * otherwise), one line per epoch to standard output, --log and --report.
+ *
+ * Resuming is exact: training 2 epochs gives the same bytes as training 1,
+ * saving, resuming and training 1 more.  Everything a step depends on is
+ * either in the checkpoint or a function of the epoch's number: the
+ * weights and optimizer state and the step count (which the generated code
+ * saves), the epochs completed and the seed (metadata "epoch" and "seed",
+ * written here after every epoch), the order of each epoch (the batcher's
+ * shuffle is a function of seed and epoch alone) and the learning rate
+ * (the schedule takes the absolute epoch).  The kernels must run with the
+ * same thread count, which can change the last bits of sums.  One
+ * exception: a cosine schedule anneals to the end of the current run
+ * (epochs completed + --epochs), so a run split in two follows another
+ * curve than one run would.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "program.h"
+
+/* ---- evaluation ---------------------------------------------------------- */
+
+typedef struct Scores {
+    double loss;      /* mean cross-entropy */
+    double accuracy;  /* 0 to 1 */
+    int64_t correct, count;
+    double seconds;   /* in forward passes */
+} Scores;
+
+/* Runs the network over ds in order; x, y and logits hold one batch. */
+static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds, int64_t batch,
+                           float *x, int32_t *y, float *logits, Scores *s, DlrtError *err) {
+    DlrtBatcher b;
+    DlrtStatus st = dlrt_batcher_init(&b, ds, batch, false, 0, err);
+    if (st != DLRT_OK)
+        return st;
+    double total = 0;
+    *s = (Scores){0};
+    int64_t n;
+    while ((n = dlrt_batcher_next(&b, x, y)) > 0) {
+        double t0 = dlrt_clock();
+        if ((st = m->forward(net, n, x, logits, err)) != DLRT_OK)
+            break;
+        s->seconds += dlrt_clock() - t0;
+        total += dlrt_cross_entropy(logits, y, n, m->classes, NULL) * (double)n;
+        s->correct += dlrt_count_correct(logits, y, n, m->classes);
+        s->count += n;
+    }
+    dlrt_batcher_free(&b);
+    s->loss = s->count ? total / (double)s->count : 0;
+    s->accuracy = s->count ? (double)s->correct / (double)s->count : 0;
+    return st;
+}
+
+static bool check_data(const DlrtModel *m, const DlrtDataset *ds, const char *what,
+                       DlrtError *err) {
+    if (dlrt_dataset_check(ds, m->rank, m->dims, (int32_t)m->classes, err) == DLRT_OK)
+        return true;
+    fprintf(stderr, "%s: the %s split does not fit the network: %s\n", m->name, what, err->message);
+    return false;
+}
+
+static bool no_data(const DlrtModel *m, const Options *o) {
+    if (o->data)
+        return false;
+    fprintf(stderr, "%s: no data: give --data DIR (the train section names none)\n", m->name);
+    return true;
+}
+
+/* ---- the state of a training run ---------------------------------------- */
+
+typedef struct Trainer {
+    const DlrtModel *m;
+    const Options *o;
+    void *net;
+    DlrtDataset train, test;
+    DlrtBatcher batcher;
+    float *x, *logits;      /* one batch of inputs and of outputs */
+    int32_t *y;             /* one batch of labels */
+    uint64_t seed;          /* of the shuffle: --seed, else a resumed checkpoint's */
+    int64_t first, end;     /* this run's epochs: first (0-based) to end, exclusive */
+    int64_t steps;          /* per epoch */
+    bool tty;               /* progress bars on standard error */
+    FILE *log;
+    DlrtError err;
+} Trainer;
+
+static void trainer_free(Trainer *t) {
+    dlrt_batcher_free(&t->batcher);
+    if (t->net)
+        t->m->free(t->net);
+    free(t->x);
+    free(t->y);
+    free(t->logits);
+    dlrt_dataset_free(&t->train);
+    dlrt_dataset_free(&t->test);
+}
+
+/* The buffers of one batch. */
+static bool alloc_batch(const DlrtModel *m, int64_t batch, float **x, int32_t **y,
+                        float **logits) {
+    *x = malloc(sizeof(float) * (size_t)(batch * m->input_size));
+    *y = malloc(sizeof(int32_t) * (size_t)batch);
+    *logits = malloc(sizeof(float) * (size_t)(batch * m->classes));
+    if (*x && *y && *logits)
+        return true;
+    fprintf(stderr, "%s: out of memory for batches of %lld\n", m->name, (long long)batch);
+    return false;
+}
+
+/* Loads, cuts to --limit and checks both splits. */
+static bool load_splits(Trainer *t) {
+    const DlrtModel *m = t->m;
+    if (dlrt_load_idx_dir(&t->train, &t->test, t->o->data, NULL, &t->err) != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+        return false;
+    }
+    /* the first samples stay where they are: only the count shrinks */
+    if (t->o->limit > 0 && t->o->limit < t->train.count)
+        t->train.count = t->o->limit;
+    return check_data(m, &t->train, "train", &t->err) && check_data(m, &t->test, "test", &t->err);
+}
+
+/* A metadata value of a checkpoint as a count from 0 to max; false after a
+ * message when it is there but not such a number. */
+static bool meta_count(const Trainer *t, const DlrtMeta *meta, int nmeta, const char *key,
+                       uint64_t max, bool *found, uint64_t *out) {
+    *found = false;
+    for (int i = 0; i < nmeta; i++) {
+        if (strcmp(meta[i].key, key) != 0)
+            continue;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(meta[i].value, &end, 10);
+        if (errno || *end || end == meta[i].value || meta[i].value[0] == '-' || v > max) {
+            fprintf(stderr, "%s: %s: the checkpoint's metadata \"%s\" is '%s', not a number "
+                    "from 0 to %llu\n", t->m->name, t->o->resume, key, meta[i].value,
+                    (unsigned long long)max);
+            return false;
+        }
+        *found = true;
+        *out = v;
+    }
+    return true;
+}
+
+/* Loads --resume into the network: where to go on (t->first) and, unless
+ * --seed says otherwise, the seed of the run it continues.  A checkpoint
+ * without an epoch (weights from elsewhere) starts at epoch 0. */
+static bool resume(Trainer *t) {
+    DlrtMeta *meta = NULL;
+    int nmeta = 0;
+    if (t->m->load(t->net, t->o->resume, &meta, &nmeta, &t->err) != DLRT_OK) {
+        fprintf(stderr, "%s: cannot resume: %s\n", t->m->name, t->err.message);
+        return false;
+    }
+    bool has_epoch = false, has_seed = false;
+    uint64_t epoch = 0, seed = 0;
+    bool ok = meta_count(t, meta, nmeta, "epoch", INT32_MAX, &has_epoch, &epoch) &&
+              meta_count(t, meta, nmeta, "seed", INT64_MAX, &has_seed, &seed);
+    dlrt_meta_free(meta, nmeta);
+    t->first = has_epoch ? (int64_t)epoch : 0;
+    if (has_seed && !t->o->seed_given)
+        t->seed = seed;
+    return ok;
+}
+
+/* The network (created, or resumed), the batcher at the first epoch, the
+ * log. */
+static bool start(Trainer *t) {
+    const DlrtModel *m = t->m;
+    const Options *o = t->o;
+    t->seed = o->seed;
+    if (m->create(&t->net, o->batch, o->seed, &t->err) != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+        return false;
+    }
+    if (o->resume && !resume(t))
+        return false;
+    t->end = t->first + o->epochs;
+    t->steps = (t->train.count + o->batch - 1) / o->batch;
+    if (dlrt_batcher_init(&t->batcher, &t->train, o->batch, true, t->seed, &t->err) != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+        return false;
+    }
+    dlrt_batcher_start_epoch(&t->batcher, t->first);
+    t->tty = isatty(fileno(stderr));
+    if (o->log) {
+        t->log = fopen(o->log, "w");
+        if (!t->log) {
+            fprintf(stderr, "%s: cannot write the log '%s': %s\n", m->name, o->log,
+                    strerror(errno));
+            return false;
+        }
+        fprintf(t->log, "epoch,train_loss,test_loss,test_accuracy,seconds,images_per_second\n");
+    }
+    return true;
+}
+
+/* ---- one epoch -------------------------------------------------------------- */
+
+/* The learning rate for step `step` (0-based) of epoch `epoch` (absolute,
+ * 0-based), in a run that ends after epoch end - 1. */
+static double schedule(const DlrtModel *m, double lr, int64_t epoch, int64_t step, int64_t steps,
+                       int64_t end) {
+    double t = (double)epoch + (double)step / (double)(steps ? steps : 1);
+    if (m->schedule && strcmp(m->schedule, "step") == 0 && m->step_every > 0)
+        lr *= pow(m->gamma, (double)(epoch / m->step_every));
+    else if (m->schedule && strcmp(m->schedule, "cosine") == 0)
+        lr = m->min_lr +
+             (lr - m->min_lr) * 0.5 * (1 + cos(3.14159265358979323846 * t / (double)end));
+    if (m->warmup > 0 && t < (double)m->warmup)
+        lr *= (t + 1.0 / (double)(steps ? steps : 1)) / (double)m->warmup;
+    return lr;
+}
+
+static void progress(const Trainer *t, int64_t epoch, int64_t step, double loss, double ips,
+                     double left) {
+    int width = 24, done = (int)((double)width * (double)step / (double)t->steps);
+    fprintf(stderr, "\r%s: epoch %lld/%lld [%.*s%*s] %3d%% loss %.4f  %.0f images/s  %d:%02d left ",
+            t->m->name, (long long)epoch + 1, (long long)t->end, done,
+            "========================", width - done, "", (int)(100 * step / t->steps), loss, ips,
+            (int)left / 60, (int)left % 60);
+    fflush(stderr);
+}
+
+/* What an epoch of training measured. */
+typedef struct EpochResult {
+    double loss;      /* mean over its samples */
+    int64_t samples;
+    double seconds;   /* in training steps */
+} EpochResult;
+
+/* Trains epoch e over the batcher's order; false after a message. */
+static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
+    const DlrtModel *m = t->m;
+    double begin = dlrt_clock(), sum = 0;
+    int64_t n, step = 0, seen = 0;
+    while ((n = dlrt_batcher_next(&t->batcher, t->x, t->y)) > 0) {
+        float loss;
+        double lr = schedule(m, t->o->lr, e, step, t->steps, t->end);
+        if (m->train_step(t->net, n, t->x, t->y, (float)lr, &loss, &t->err) != DLRT_OK) {
+            fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+            return false;
+        }
+        if (!isfinite(loss)) {
+            fprintf(stderr, "%s%s: training diverged: the loss is %g at epoch %lld, step %lld "
+                    "(learning rate %g); try a smaller --lr\n", t->tty ? "\n" : "", m->name,
+                    (double)loss, (long long)e + 1, (long long)step + 1, lr);
+            return false;
+        }
+        sum += (double)loss * (double)n;
+        seen += n;
+        step++;
+        if (t->tty && (step % 10 == 0 || step == t->steps)) {
+            double el = dlrt_clock() - begin, ips = (double)seen / (el > 0 ? el : 1e-9);
+            double todo = (double)(t->train.count - seen) +
+                          (double)t->train.count * (double)(t->end - e - 1);
+            progress(t, e, step, sum / (double)seen, ips, todo / (ips > 0 ? ips : 1));
+        }
+    }
+    dlrt_batcher_next_epoch(&t->batcher);
+    if (t->tty)
+        fputc('\n', stderr);
+    *r = (EpochResult){.loss = sum / (double)(seen ? seen : 1), .samples = seen,
+                       .seconds = dlrt_clock() - begin};
+    return true;
+}
+
+/* The checkpoint after `epochs` epochs, with what resuming needs. */
+static bool save_checkpoint(Trainer *t, int64_t epochs) {
+    char epoch[32], seed[32];
+    snprintf(epoch, sizeof epoch, "%lld", (long long)epochs);
+    snprintf(seed, sizeof seed, "%" PRIu64, t->seed);
+    const DlrtMeta meta[] = {{"epoch", epoch}, {"seed", seed}};
+    if (t->m->save(t->net, t->o->save, meta, 2, &t->err) == DLRT_OK)
+        return true;
+    fprintf(stderr, "%s: %s\n", t->m->name, t->err.message);
+    return false;
+}
+
+/* ---- the commands ------------------------------------------------------------ */
+
+/* Trains epochs first to end; the status to exit with. */
+static int run(Trainer *t, double begin) {
+    const DlrtModel *m = t->m;
+    const Options *o = t->o;
+    Report r = dlrt_report_new("train");
+    double train_seconds = 0;
+    int64_t images = 0;
+    for (int64_t e = t->first; e < t->end; e++) {
+        EpochResult er;
+        Scores s;
+        if (!train_epoch(t, e, &er))
+            return 1;
+        if (evaluate(m, t->net, &t->test, o->batch, t->x, t->y, t->logits, &s, &t->err) !=
+            DLRT_OK) {
+            fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+            return 1;
+        }
+        double ips = (double)er.samples / (er.seconds > 0 ? er.seconds : 1e-9);
+        printf("epoch %lld/%lld: train loss %.4f, test loss %.4f, test accuracy %.4f, "
+               "%.0f images/s\n", (long long)e + 1, (long long)t->end, er.loss, s.loss,
+               s.accuracy, ips);
+        fflush(stdout);
+        if (t->log)
+            fprintf(t->log, "%lld,%.9g,%.9g,%.9g,%.6g,%.6g\n", (long long)e + 1, er.loss, s.loss,
+                    s.accuracy, er.seconds, ips);
+        /* after every epoch, so that an interrupted run loses one at most */
+        if (o->save && !save_checkpoint(t, e + 1))
+            return 1;
+        train_seconds += er.seconds;
+        images += er.samples;
+        r.train_loss = er.loss;
+        r.test_loss = s.loss;
+        r.test_accuracy = s.accuracy;
+    }
+    r.epochs = t->end;
+    r.images = images;
+    r.images_per_second = (double)images / (train_seconds > 0 ? train_seconds : 1e-9);
+    r.seconds = dlrt_clock() - begin;
+    return dlrt_report_write(m, o, &r) ? 0 : 1;
+}
+
+int dlrt_train_command(const DlrtModel *m, const Options *o) {
+    if (no_data(m, o))
+        return 2;
+    double begin = dlrt_clock();
+    Trainer t = {.m = m, .o = o};
+    int status = 1;
+    if (load_splits(&t) && alloc_batch(m, o->batch, &t.x, &t.y, &t.logits) && start(&t))
+        status = run(&t, begin);
+    if (t.log && fclose(t.log) != 0 && status == 0) {
+        fprintf(stderr, "%s: cannot write the log '%s'\n", m->name, o->log);
+        status = 1;
+    }
+    trainer_free(&t);
+    return status;
+}
+
+int dlrt_eval_command(const DlrtModel *m, const Options *o) {
+    DlrtError err = {0};
+    if (!o->weights) {
+        fprintf(stderr, "%s: eval needs --weights FILE\n", m->name);
+        return 2;
+    }
+    if (no_data(m, o))
+        return 2;
+    double begin = dlrt_clock();
+    DlrtDataset te = {0};
+    if (dlrt_load_idx_dir(NULL, &te, o->data, NULL, &err) != DLRT_OK) { /* the test split */
+        fprintf(stderr, "%s: %s\n", m->name, err.message);
+        return 1;
+    }
+    int status = 1;
+    void *net = NULL;
+    float *x = NULL, *logits = NULL;
+    int32_t *y = NULL;
+    Scores s;
+    if (alloc_batch(m, o->batch, &x, &y, &logits) && check_data(m, &te, "test", &err)) {
+        if (m->create(&net, o->batch, 0, &err) != DLRT_OK ||
+            m->load(net, o->weights, NULL, NULL, &err) != DLRT_OK ||
+            evaluate(m, net, &te, o->batch, x, y, logits, &s, &err) != DLRT_OK) {
+            fprintf(stderr, "%s: %s\n", m->name, err.message);
+        } else {
+            printf("test accuracy %.4f (%lld of %lld), test loss %.4f\n", s.accuracy,
+                   (long long)s.correct, (long long)s.count, s.loss);
+            Report r = dlrt_report_new("eval");
+            r.test_loss = s.loss;
+            r.test_accuracy = s.accuracy;
+            r.images = s.count;
+            r.images_per_second = (double)s.count / (s.seconds > 0 ? s.seconds : 1e-9);
+            r.seconds = dlrt_clock() - begin;
+            status = dlrt_report_write(m, o, &r) ? 0 : 1;
+        }
+    }
+    if (net)
+        m->free(net);
+    free(x);
+    free(y);
+    free(logits);
+    dlrt_dataset_free(&te);
+    return status;
+}
