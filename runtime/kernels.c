@@ -104,7 +104,7 @@ static int64_t avg_divisor(const DlrtPool *p, int64_t oy, int64_t ox) {
 static int worker(void) { return omp_get_thread_num(); }
 int dlrt_threads(void) { return omp_get_max_threads(); }
 #else
-#define PARALLEL_FOR(t)
+#define PARALLEL_FOR(t) (void)(t); /* one thread: t is 1 */
 static int worker(void) { return 0; }
 int dlrt_threads(void) { return 1; }
 #endif
