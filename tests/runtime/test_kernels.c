@@ -901,6 +901,97 @@ static void test_copy_rows(Tally *t) {
     CHECK_VALUES(t, "slice b", b2, b, 6, 0);
 }
 
+/* ------------------------------------------------------------------------ */
+/* The f64 kernels: losses and batch normalization against finite          */
+/* differences of themselves                                                */
+/* ------------------------------------------------------------------------ */
+
+typedef struct LossCtx {
+    bool mse;
+    double *pred, *target;
+    int32_t *labels;
+    int64_t n, size;
+} LossCtx;
+
+static double loss_f64(void *ctx) {
+    LossCtx *c = ctx;
+    return c->mse ? dlrt_mse_f64(c->pred, c->target, c->n, c->size, NULL)
+                  : dlrt_cross_entropy_f64(c->pred, c->labels, c->n, c->size, NULL);
+}
+
+/* max|a - b| / max(max|b|, 1e-12), both in double */
+static double rel_error_f64(const double *a, const double *b, int64_t count) {
+    double diff = 0, top = 0;
+    for (int64_t i = 0; i < count; i++) {
+        diff = fmax(diff, fabs(a[i] - b[i]));
+        top = fmax(top, fabs(b[i]));
+    }
+    return diff / fmax(top, 1e-12);
+}
+
+static void test_losses_f64(Tally *t, DlrtRng *rng) {
+    enum { N = 5, SIZE = 7 };
+    double pred[N * SIZE], target[N * SIZE], grad[N * SIZE], fd[N * SIZE];
+    int32_t labels[N];
+    for (int i = 0; i < N * SIZE; i++) {
+        pred[i] = 4.0 * dlrt_rng_uniform(rng) - 2.0;
+        target[i] = dlrt_rng_uniform(rng);
+    }
+    for (int i = 0; i < N; i++)
+        labels[i] = (int32_t)dlrt_rng_below(rng, SIZE);
+    for (int k = 0; k < 2; k++) {
+        LossCtx c = {.mse = k == 1, .pred = pred, .target = target, .labels = labels, .n = N,
+                     .size = SIZE};
+        if (c.mse)
+            dlrt_mse_f64(pred, target, N, SIZE, grad);
+        else
+            dlrt_cross_entropy_f64(pred, labels, N, SIZE, grad);
+        fd_grad(loss_f64, &c, pred, N * SIZE, 1e-6, fd);
+        double err = rel_error_f64(grad, fd, N * SIZE);
+        if (!CHECK(t, err < 1e-7))
+            fprintf(stderr, "    %s f64 gradient: relative error %.3g\n",
+                    c.mse ? "mse" : "cross-entropy", err);
+    }
+}
+
+typedef struct BnCtx {
+    int64_t n, c, hw;
+    double *x, *w, *b, *rm, *rv, *y, *mean, *invstd, *dy;
+} BnCtx;
+
+/* sum(dy * batchnorm_train(x)): the batch statistics depend on x */
+static double bn_loss(void *ctx) {
+    BnCtx *c = ctx;
+    dlrt_batchnorm_forward_train_f64(c->n, c->c, c->hw, 1e-5, 0.1, c->x, c->w, c->b, c->rm,
+                                     c->rv, c->y, c->mean, c->invstd);
+    return dot(c->dy, c->y, c->n * c->c * c->hw);
+}
+
+static void test_batchnorm_f64(Tally *t, DlrtRng *rng) {
+    enum { N = 3, C = 2, HW = 5, COUNT = N * C * HW };
+    double x[COUNT], y[COUNT], dy[COUNT], dx[COUNT], fdx[COUNT], w[C], b[C], rm[C], rv[C];
+    double mean[C], invstd[C], dw[C], fdw[C];
+    for (int i = 0; i < COUNT; i++) {
+        x[i] = 2.0 * dlrt_rng_uniform(rng) - 1.0;
+        dy[i] = 2.0 * dlrt_rng_uniform(rng) - 1.0;
+    }
+    for (int j = 0; j < C; j++) {
+        w[j] = 0.5 + dlrt_rng_uniform(rng);
+        b[j] = dlrt_rng_uniform(rng) - 0.5;
+        rm[j] = 0;
+        rv[j] = 1;
+    }
+    BnCtx c = {N, C, HW, x, w, b, rm, rv, y, mean, invstd, dy};
+    bn_loss(&c);
+    dlrt_batchnorm_backward_input_f64(N, C, HW, dy, x, mean, invstd, w, dx);
+    dlrt_batchnorm_backward_weight_f64(N, C, HW, dy, x, mean, invstd, dw);
+    fd_grad(bn_loss, &c, x, COUNT, 1e-6, fdx);
+    fd_grad(bn_loss, &c, w, C, 1e-6, fdw);
+    double ex = rel_error_f64(dx, fdx, COUNT), ew = rel_error_f64(dw, fdw, C);
+    if (!CHECK(t, ex < 1e-7 && ew < 1e-7))
+        fprintf(stderr, "    batchnorm f64 gradients: dx %.3g, dw %.3g\n", ex, ew);
+}
+
 static int run_unit_tests(void) {
     Tally t = {0};
     DlrtRng rng;
@@ -916,6 +1007,8 @@ static int run_unit_tests(void) {
     test_activations(&t, &rng);
     test_globalavgpool(&t, &rng);
     test_softmax(&t, &rng);
+    test_losses_f64(&t, &rng);
+    test_batchnorm_f64(&t, &rng);
     test_copy_rows(&t);
     printf("%d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
