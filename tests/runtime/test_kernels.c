@@ -345,6 +345,24 @@ static void test_maxpool_by_hand(Tally *t) {
     dlrt_maxpool_backward(&p, 1, dy, x, dx);
     CHECK_VALUES(t, "maxpool ties go to the first maximum", dx, wantdx, 16, 0);
 
+    /* a NaN wins its window, as in torch: in the 2x2 stride-2 loop, in the
+     * loop of windows inside the plane, and at the clipped edge */
+    float xn[16];
+    memcpy(xn, x, sizeof xn);
+    xn[5] = NAN;  /* window (0, 0) of 2x2 stride 2 */
+    xn[15] = NAN; /* window (1, 1) */
+    dlrt_maxpool_forward(&p, 1, xn, y);
+    CHECK(t, isnan(y[0]) && y[1] == 3 && y[2] == -1 && isnan(y[3]));
+    DlrtPool p3 = make_pool(1, 4, 4, 3, 3, 1, 1, 0, 0, false, false);
+    float y33[4];
+    dlrt_maxpool_forward(&p3, 1, xn, y33);
+    CHECK(t, isnan(y33[0]) && isnan(y33[1]) && isnan(y33[2]) && isnan(y33[3]));
+    DlrtPool pe = make_pool(1, 4, 4, 3, 3, 3, 3, 1, 1, false, false);
+    float ye[4];
+    xn[5] = 0;
+    dlrt_maxpool_forward(&pe, 1, xn, ye);
+    CHECK(t, !isnan(ye[0]) && isnan(ye[3]));
+
     /* padding never wins, even over negative values */
     DlrtPool pp = make_pool(1, 3, 3, 3, 3, 1, 1, 1, 1, false, false);
     float neg[9], yn[9], wantn[9];
