@@ -259,7 +259,7 @@ done:
 
 int dlrt_gradcheck_command(const DlrtModel *m, const Options *o) {
     double start = dlrt_clock();
-    DlrtGradcheck g = {.batch = o->batch_given ? o->batch : 4, .seed = o->seed,
+    DlrtGradcheck g = {.batch = o->batch_given ? o->batch : DLRT_GRADCHECK_BATCH, .seed = o->seed,
                        .weights = o->weights, .entries = 8, .step = 1e-6};
     DlrtGradcheckResult res;
     DlrtError err = {0};

@@ -363,6 +363,40 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     return true;
 }
 
+/* ---- memory -------------------------------------------------------------- */
+
+/* Bytes of memory available to a new allocation (MemAvailable of
+ * /proc/meminfo: free memory plus caches the kernel can drop), or -1 when
+ * unknown. */
+static long long available_bytes(void) {
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "MemAvailable: %lld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib < 0 ? -1 : kib * 1024;
+}
+
+/* The network's memory for the command's batch is known before anything
+ * runs: a batch that cannot fit is refused here, with both amounts, rather
+ * than found out by the system's out-of-memory killer in the middle of
+ * training (Linux lends memory it does not have, so calloc succeeds). */
+static bool memory_fits(const DlrtModel *m, const Options *o, int64_t batch) {
+    double need = (double)m->memory(batch);
+    long long have = available_bytes();
+    if (have < 0 || need <= (double)have)
+        return true;
+    fprintf(stderr, "%s: batches of %lld need %.1f MiB of memory (parameters, optimizer state, "
+            "activations, scratch for %lld threads), but only %.1f MiB are available; use a "
+            "smaller --batch\n", m->name, (long long)batch, need / (1 << 20),
+            (long long)o->threads, (double)have / (1 << 20));
+    return false;
+}
+
 /* ---- main -------------------------------------------------------------------- */
 
 int dlrt_main(int argc, char **argv, const DlrtModel *m) {
@@ -386,7 +420,8 @@ int dlrt_main(int argc, char **argv, const DlrtModel *m) {
         /* before any work, so that every kernel of the run sees one count
            and the run is reproducible */
         dlrt_set_threads((int)o.threads);
-        status = cmd->run(m, &o);
+        int64_t batch = cmd->bit == GRADCHECK && !o.batch_given ? DLRT_GRADCHECK_BATCH : o.batch;
+        status = cmd->bit != INFO && !memory_fits(m, &o, batch) ? 1 : cmd->run(m, &o);
     }
     free(o.inputs);
     return status;

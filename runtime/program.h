@@ -63,5 +63,7 @@ int dlrt_eval_command(const DlrtModel *m, const Options *o);
 int dlrt_predict_command(const DlrtModel *m, const Options *o);
 int dlrt_bench_command(const DlrtModel *m, const Options *o);
 int dlrt_gradcheck_command(const DlrtModel *m, const Options *o);  /* gradcheck.c */
+/* gradcheck's batch without --batch: finite differences need few samples */
+#define DLRT_GRADCHECK_BATCH 4
 
 #endif /* DLRT_PROGRAM_H */
