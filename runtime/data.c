@@ -74,8 +74,7 @@ static float scale_value(double raw, const DlrtScaling *s) {
     return (float)((raw * s->scale - s->mean) / s->std);
 }
 
-/* "[1, 28, 28]" into buf. */
-static const char *format_shape(char *buf, size_t size, const int64_t *dims, int rank) {
+const char *dlrt_shape_text(char *buf, size_t size, const int64_t *dims, int rank) {
     size_t n = (size_t)snprintf(buf, size, "[");
     for (int i = 0; i < rank && n < size; i++)
         n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
@@ -365,7 +364,7 @@ static DlrtStatus idx_read_header(Reader *r, bool labels, IdxHeader *h, DlrtErro
     char shape[128];
     if (!dims_product(h->dims, h->rank, &h->elements))
         return dlrt_fail(err, DLRT_E_FORMAT, "%s: dimensions %s are too large", r->path,
-                         format_shape(shape, sizeof shape, h->dims, h->rank));
+                         dlrt_shape_text(shape, sizeof shape, h->dims, h->rank));
     return DLRT_OK;
 }
 
@@ -731,7 +730,7 @@ static DlrtStatus npy_read_header(Reader *r, NpyHeader *h, DlrtError *err) {
 /* Checks the shape of a header: what = "images" or "labels". */
 static DlrtStatus npy_check_shape(const char *path, NpyHeader *h, bool labels, DlrtError *err) {
     char shape[128];
-    format_shape(shape, sizeof shape, h->dims, h->rank);
+    dlrt_shape_text(shape, sizeof shape, h->dims, h->rank);
     if (labels && h->rank != 1)
         return dlrt_fail(err, DLRT_E_FORMAT, "%s: labels have shape %s, not [count]", path,
                          shape);
@@ -1132,8 +1131,8 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
                          "classes)", rank, (int)num_classes);
     if (ds->rank != rank || (rank > 0 && memcmp(ds->dims, dims, (size_t)rank * sizeof *dims))) {
         char have[128], want[128];
-        format_shape(have, sizeof have, ds->dims, ds->rank);
-        format_shape(want, sizeof want, dims, rank);
+        dlrt_shape_text(have, sizeof have, ds->dims, ds->rank);
+        dlrt_shape_text(want, sizeof want, dims, rank);
         return dlrt_fail(err, DLRT_E_SHAPE, "sample 0 has shape %s but the network takes %s%s",
                          have, want, missing_channel(ds->rank, ds->dims, rank, dims)
                              ? " (the data lacks a channel dimension of 1)" : "");

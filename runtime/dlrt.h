@@ -172,6 +172,8 @@ DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_ra
 DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
                               int32_t num_classes, DlrtError *err);
 void dlrt_dataset_free(DlrtDataset *ds);
+/* A shape as text, "[1, 28, 28]", into buf (for messages); returns buf. */
+const char *dlrt_shape_text(char *buf, size_t size, const int64_t *dims, int rank);
 
 /* ------------------------------------------------------------------------ */
 /* pgm.c                                                                    */

@@ -59,16 +59,6 @@ static DlrtStatus sniff(const char *path, Format *format, DlrtError *err) {
     return st;
 }
 
-/* "[1, 28, 28]" into buf. */
-static const char *shape_text(char *buf, size_t size, const int64_t *dims, int rank) {
-    size_t n = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < rank && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
-    if (n < size)
-        snprintf(buf + n, size - n, "]");
-    return buf;
-}
-
 /* Whether dims are the network's input shape without its leading 1. */
 static bool lacks_channel(const DlrtModel *m, const int64_t *dims, int rank) {
     return rank + 1 == m->rank && m->dims[0] == 1 &&
@@ -83,7 +73,7 @@ static DlrtStatus check_shape(const DlrtModel *m, const char *path, Format forma
         memcmp(ds->dims, m->dims, (size_t)m->rank * sizeof *m->dims) == 0)
         return DLRT_OK;
     char have[128], want[128];
-    shape_text(want, sizeof want, m->dims, m->rank);
+    dlrt_shape_text(want, sizeof want, m->dims, m->rank);
     if (format == FORMAT_NPY) {
         /* the array as it was saved: the count, then a sample's shape */
         int64_t whole[DLRT_MAX_SAMPLE_RANK + 1] = {ds->count};
@@ -91,13 +81,13 @@ static DlrtStatus check_shape(const DlrtModel *m, const char *path, Format forma
         bool hint = lacks_channel(m, whole, ds->rank + 1) || lacks_channel(m, ds->dims, ds->rank);
         return dlrt_fail(err, DLRT_E_SHAPE, "%s: an array of shape %s, but the network takes "
                          "one input of shape %s, or [count, %.*s] for several%s", path,
-                         shape_text(have, sizeof have, whole, ds->rank + 1), want,
+                         dlrt_shape_text(have, sizeof have, whole, ds->rank + 1), want,
                          (int)strlen(want) - 2, want + 1,
                          hint ? " (the array lacks a channel dimension of 1)" : "");
     }
     return dlrt_fail(err, DLRT_E_SHAPE, "%s: %s of shape %s, but the network takes %s", path,
                      format == FORMAT_PGM ? "an image" : "images",
-                     shape_text(have, sizeof have, ds->dims, ds->rank), want);
+                     dlrt_shape_text(have, sizeof have, ds->dims, ds->rank), want);
 }
 
 /* Reads path, whatever its format, and checks it against the network. */
