@@ -235,7 +235,7 @@ static inline bool dlc_op_has_params(DlcOpKind k) {
     return k <= DLC_OP_BATCHNORM;
 }
 static inline bool dlc_op_is_activation(DlcOpKind k) {
-    return k >= DLC_OP_RELU && k <= DLC_OP_TANH;
+    return k >= DLC_OP_RELU && k <= DLC_OP_LEAKY_RELU;
 }
 static inline bool dlc_op_is_pool(DlcOpKind k) {
     return k >= DLC_OP_MAXPOOL && k <= DLC_OP_GLOBALAVGPOOL;

@@ -7,6 +7,8 @@
  * accepts.  Error messages name the op and show the shapes involved. */
 #include "ir.h"
 
+#include <math.h>
+
 #include <string.h>
 
 static const char *const dtype_names[DLC_DTYPE_COUNT] = {"f32", "f64", "i32"};
@@ -446,6 +448,36 @@ bool dlc_infer_softmax(DlcInfer *inf) {
     return true;
 }
 
+bool dlc_infer_leaky_relu(DlcInfer *inf) {
+    if (!isfinite(A("slope").f)) {
+        dlc_error(inf->ctx, inf->loc, "%s: slope must be a finite number, got %g", OPNAME,
+                  A("slope").f);
+        return false;
+    }
+    return dlc_infer_same(inf);
+}
+
+/* [N,C,...] -> same: normalized over a window of `size` channels */
+bool dlc_infer_lrn(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
+        return false;
+    int64_t size = A("size").i;
+    double alpha = A("alpha").f, beta = A("beta").f, k = A("k").f;
+    if (size < 1 || size > inf->in[0].dims[0] * 2 + 1) {
+        dlc_error(inf->ctx, inf->loc, "%s: size must be from 1 to 2 * channels + 1 (%lld), got "
+                  "%lld", OPNAME, (long long)(inf->in[0].dims[0] * 2 + 1), (long long)size);
+        return false;
+    }
+    if (!(alpha >= 0) || !isfinite(alpha) || !(beta >= 0) || !isfinite(beta) || !(k > 0) ||
+        !isfinite(k)) {
+        dlc_error(inf->ctx, inf->loc, "%s: needs alpha >= 0, beta >= 0 and k > 0, got alpha=%g, "
+                  "beta=%g, k=%g", OPNAME, alpha, beta, k);
+        return false;
+    }
+    inf->out[inf->nout++] = inf->in[0];
+    return true;
+}
+
 bool dlc_infer_cross_entropy(DlcInfer *inf) {
     if (!want_tensor(inf, 0, 1, 0, "[N,classes]"))
         return false;
@@ -549,6 +581,11 @@ bool dlc_infer_grad_same(DlcInfer *inf) {
 
 bool dlc_infer_softmax_grad(DlcInfer *inf) {
     return want_same_types(inf) && dlc_infer_softmax(inf);
+}
+
+/* (dy, x, y) -> dx, all of one type */
+bool dlc_infer_lrn_grad(DlcInfer *inf) {
+    return want_same_types(inf) && dlc_infer_lrn(inf);
 }
 
 bool dlc_infer_cross_entropy_grad(DlcInfer *inf) {

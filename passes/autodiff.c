@@ -127,6 +127,16 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
                                grad_name(ad, x), loc), loc);
         return;
     }
+    case DLC_OP_LEAKY_RELU: /* from x: with a negative slope, y's sign is not x's */
+        attrs_like(DLC_OP_LEAKY_RELU_GRAD, op, attrs);
+        accumulate(ad, x, emit(ad, DLC_OP_LEAKY_RELU_GRAD, (DlcValue *[]){dy, x}, 2, 0, attrs,
+                               &x->type, grad_name(ad, x), loc), loc);
+        return;
+    case DLC_OP_LRN:
+        attrs_like(DLC_OP_LRN_GRAD, op, attrs);
+        accumulate(ad, x, emit(ad, DLC_OP_LRN_GRAD, (DlcValue *[]){dy, x, y}, 3, 0, attrs,
+                               &x->type, grad_name(ad, x), loc), loc);
+        return;
     case DLC_OP_SOFTMAX:
         attrs_like(DLC_OP_SOFTMAX_GRAD, op, attrs);
         accumulate(ad, x, emit(ad, DLC_OP_SOFTMAX_GRAD, (DlcValue *[]){dy, y}, 2, 0, attrs,

@@ -290,6 +290,15 @@ typedef struct DlrtPool {
     bool count_include_pad; /* average pooling: divide by the whole window */
 } DlrtPool;
 
+/* Local response normalization across channels (torch.nn.LocalResponseNorm,
+ * Caffe's LRN across channels) over [n, c, hw]: y = x / (k + alpha/size *
+ * the sum of x^2 over `size` channels centred on x's)^beta. */
+typedef struct DlrtLrn {
+    int64_t c, hw;      /* channels, values per channel of a sample */
+    int64_t size;       /* channels in the window */
+    double alpha, beta, k;
+} DlrtLrn;
+
 /* The threads the kernels may use: OpenMP's count (omp_get_max_threads,
  * which dlrt_set_threads and OMP_NUM_THREADS set), 1 in a build without
  * OpenMP.  Kernels split the batch (convolutions), the output features

@@ -66,6 +66,16 @@ void DLRT_K(dlrt_softmax_forward)(int64_t outer, int64_t axis, int64_t inner,
 void DLRT_K(dlrt_softmax_backward)(int64_t outer, int64_t axis, int64_t inner,
                                    const DLRT_REAL *dy, const DLRT_REAL *y, DLRT_REAL *dx);
 
+/* y = x for x > 0, slope x otherwise (torch.nn.LeakyReLU); backward from x. */
+void DLRT_K(dlrt_leaky_relu_forward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *x,
+                                     DLRT_REAL *y);
+void DLRT_K(dlrt_leaky_relu_backward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *dy,
+                                      const DLRT_REAL *x, DLRT_REAL *dx);
+/* Local response normalization (DlrtLrn); backward from x and y. */
+void DLRT_K(dlrt_lrn_forward)(const DlrtLrn *l, int64_t n, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_lrn_backward)(const DlrtLrn *l, int64_t n, const DLRT_REAL *dy,
+                               const DLRT_REAL *x, const DLRT_REAL *y, DLRT_REAL *dx);
+
 /* Batch normalization over [n, c, hw] per channel (torch.nn.BatchNorm1d/2d):
  * training mode normalizes with the batch's statistics, writes them to
  * mean[c] and invstd[c] = 1/sqrt(var + eps) for the backward pass, and

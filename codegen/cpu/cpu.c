@@ -236,6 +236,26 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     case DLC_OP_ADD:
         put(o, "    dlrt_add(%s%lld, a0, a1, r0);\n", count, ne);
         return true;
+    case DLC_OP_LEAKY_RELU:
+        put(o, "    dlrt_leaky_relu_forward(%s%lld, %s, a0, r0);\n", count, ne,
+            cfloat(cpu, attr_f(op, "slope")));
+        return true;
+    case DLC_OP_LEAKY_RELU_GRAD:
+        put(o, "    dlrt_leaky_relu_backward(%s%lld, %s, a0, a1, r0);\n", count, ne,
+            cfloat(cpu, attr_f(op, "slope")));
+        return true;
+    case DLC_OP_LRN: case DLC_OP_LRN_GRAD: {
+        const DlcType *t = &y->type;
+        put(o, "    static const DlrtLrn lrn = {.c = %lld, .hw = %lld, .size = %lld, .alpha = %.17g, "
+               ".beta = %.17g, .k = %.17g};\n", (long long)t->dims[0],
+            (long long)(numel(y) / t->dims[0]), (long long)attr_i(op, "size"),
+            attr_f(op, "alpha"), attr_f(op, "beta"), attr_f(op, "k"));
+        if (op->kind == DLC_OP_LRN)
+            put(o, "    dlrt_lrn_forward(&lrn, n, a0, r0);\n");
+        else
+            put(o, "    dlrt_lrn_backward(&lrn, n, a0, a1, a2, r0);\n");
+        return true;
+    }
     case DLC_OP_MAXPOOL: case DLC_OP_AVGPOOL:
         put_pool(o, op, &x->type, &y->type);
         put(o, "    dlrt_%s_forward(&pool, n, a0, r0);\n",

@@ -61,6 +61,20 @@ def simplecnn(p, x, training=False):
     return F.linear(x, p["out.weight"], p["out.bias"])
 
 
+def lrnnet_params():
+    return {"a.weight": (8, 1, 3, 3), "a.bias": (8,), "b.weight": (8, 4, 3, 3), "b.bias": (8,),
+            "out.weight": (10, 392), "out.bias": (10,)}
+
+
+def lrnnet(p, x, training=False):
+    x = F.leaky_relu(F.conv2d(x, p["a.weight"], p["a.bias"], padding=1), 0.1)
+    x = F.max_pool2d(F.local_response_norm(x, 5, alpha=0.01, beta=0.75, k=2.0), 2)
+    x = F.conv2d(x, p["b.weight"], p["b.bias"], padding=1, groups=2)
+    x = F.local_response_norm(x, 4, alpha=0.3, beta=0.5, k=1.0)
+    x = F.max_pool2d(F.leaky_relu(x, -0.2), 3, stride=2, ceil_mode=True)
+    return F.linear(x.flatten(1), p["out.weight"], p["out.bias"])
+
+
 def bnnet_params():
     return {"conv.weight": (8, 1, 3, 3), "bn1.weight": (8,), "bn1.bias": (8,),
             "bn1.running_mean": (8,), "bn1.running_var": (8,), "hidden.weight": (32, 1568),
@@ -82,7 +96,8 @@ def bnnet(p, x, training=False):
 
 
 MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05),
-          "simplecnn": (simplecnn_params, simplecnn, 0.01), "bnnet": (bnnet_params, bnnet, 0.05)}
+          "simplecnn": (simplecnn_params, simplecnn, 0.01), "bnnet": (bnnet_params, bnnet, 0.05),
+          "lrnnet": (lrnnet_params, lrnnet, 0.05)}
 
 
 def is_buffer(name):
