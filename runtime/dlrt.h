@@ -392,6 +392,7 @@ typedef struct DlrtGradcheck {
     const char *weights;    /* a checkpoint to check at, or NULL */
     int64_t entries;        /* finite differences per tensor, at most */
     double step;            /* h of (L(w + h) - L(w - h)) / 2h */
+    double kink;            /* one-sided slopes differing by more: a kink */
 } DlrtGradcheck;
 
 typedef struct DlrtGradcheckResult {

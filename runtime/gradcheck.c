@@ -31,8 +31,10 @@
  * across 0, or changes which value of a pooling window is the largest, the
  * central difference averages two slopes and matches neither.  Such an
  * entry shows as one-sided slopes, (L(w + h) - L(w)) / h and (L(w) -
- * L(w - h)) / h, that differ by more than 1%; it is compared with the
- * closer of the two (they are accurate to about h) and counted. */
+ * L(w - h)) / h, that differ by more than the caller's kink threshold
+ * (half the tolerance, in the program: a smooth loss's one-sided slopes
+ * differ by about h times its curvature, far less); it is compared with
+ * the closer of the two (they are accurate to about h) and counted. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,7 +139,7 @@ static DlrtStatus check_tensor(const DlrtModel *m, void *net64, int i, const dou
            order changing sign) shows as one-sided slopes that disagree;
            the gradient there is one of them */
         double right = (plus - res->loss) / o->step, left = (res->loss - minus) / o->step;
-        if (rel_error(right, left, floor) > 1e-2) {
+        if (rel_error(right, left, floor) > o->kink) {
             res->kinks++;
             numeric = fabs(g64[j] - right) < fabs(g64[j] - left) ? right : left;
             r = rel_error(g64[j], numeric, floor);
@@ -178,8 +180,8 @@ DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradch
     if (!m->check)
         return dlrt_fail(err, DLRT_E_ARG, "this program was built without the f64 network "
                          "that gradcheck needs");
-    if (o->batch < 1 || o->entries < 1 || !(o->step > 0))
-        return dlrt_fail(err, DLRT_E_ARG, "gradcheck needs a batch, entries and a step above 0");
+    if (o->batch < 1 || o->entries < 1 || !(o->step > 0) || !(o->kink > 0))
+        return dlrt_fail(err, DLRT_E_ARG, "gradcheck needs a batch, entries, a step and a kink threshold above 0");
     void *net32 = NULL, *net64 = NULL;
     float *x32 = malloc(sizeof(float) * (size_t)(o->batch * m->input_size));
     double *x64 = malloc(sizeof(double) * (size_t)(o->batch * m->input_size));
@@ -260,6 +262,7 @@ done:
 int dlrt_gradcheck_command(const DlrtModel *m, const Options *o) {
     double start = dlrt_clock();
     DlrtGradcheck g = {.batch = o->batch_given ? o->batch : DLRT_GRADCHECK_BATCH, .seed = o->seed,
+                       .kink = o->tolerance / 2,
                        .weights = o->weights, .entries = 8, .step = 1e-6};
     DlrtGradcheckResult res;
     DlrtError err = {0};
