@@ -1143,3 +1143,41 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
                              "classes", (int)ds->y[i], (long long)i, (int)num_classes);
     return DLRT_OK;
 }
+
+/* ---- synthetic data --------------------------------------------------------- */
+
+DlrtStatus dlrt_dataset_synthetic(DlrtDataset *ds, int64_t count, int rank, const int64_t *dims,
+                                  int32_t num_classes, uint64_t seed, DlrtError *err) {
+    memset(ds, 0, sizeof *ds);
+    if (count < 1 || rank < 1 || rank > DLRT_MAX_SAMPLE_RANK || num_classes < 1)
+        return dlrt_fail(err, DLRT_E_ARG, "a synthetic dataset needs samples, a shape of 1 to "
+                         "%d dimensions and classes", DLRT_MAX_SAMPLE_RANK);
+    int64_t size = 1;
+    for (int i = 0; i < rank; i++) {
+        if (dims[i] < 1 || size > INT64_MAX / dims[i])
+            return dlrt_fail(err, DLRT_E_ARG, "a synthetic sample's shape is out of range");
+        size *= dims[i];
+        ds->dims[i] = dims[i];
+    }
+    if (size > INT64_MAX / count / (int64_t)sizeof(float))
+        return dlrt_fail(err, DLRT_E_NOMEM, "%lld synthetic samples of %lld values do not fit "
+                         "in memory", (long long)count, (long long)size);
+    ds->x = malloc(sizeof(float) * (size_t)(count * size));
+    ds->y = malloc(sizeof(int32_t) * (size_t)count);
+    if (!ds->x || !ds->y) {
+        dlrt_dataset_free(ds);
+        return dlrt_fail(err, DLRT_E_NOMEM, "out of memory for %lld synthetic samples",
+                         (long long)count);
+    }
+    DlrtRng rng;
+    dlrt_rng_seed(&rng, seed);
+    for (int64_t i = 0; i < count * size; i++)
+        ds->x[i] = dlrt_rng_uniform(&rng);
+    for (int64_t i = 0; i < count; i++)
+        ds->y[i] = (int32_t)dlrt_rng_below(&rng, (uint64_t)num_classes);
+    ds->count = count;
+    ds->rank = rank;
+    ds->sample_size = size;
+    ds->num_classes = num_classes;
+    return DLRT_OK;
+}

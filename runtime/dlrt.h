@@ -171,6 +171,11 @@ DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_ra
  * offender. */
 DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
                               int32_t num_classes, DlrtError *err);
+/* count random samples of the given shape, values uniform in [0, 1) and
+ * labels uniform in [0, num_classes), from seed: for timing and for
+ * training a network that has no dataset (its accuracy means nothing). */
+DlrtStatus dlrt_dataset_synthetic(DlrtDataset *ds, int64_t count, int rank, const int64_t *dims,
+                                  int32_t num_classes, uint64_t seed, DlrtError *err);
 void dlrt_dataset_free(DlrtDataset *ds);
 /* A shape as text, "[1, 28, 28]", into buf (for messages); returns buf. */
 const char *dlrt_shape_text(char *buf, size_t size, const int64_t *dims, int rank);

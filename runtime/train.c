@@ -121,8 +121,32 @@ static bool alloc_batch(const DlrtModel *m, int64_t batch, float **x, int32_t **
 }
 
 /* Loads, cuts to --limit and checks both splits. */
+/* Samples of the synthetic train split that train uses without a
+ * dataset (or --limit of them); the test split has a quarter as many. */
+#define SYNTHETIC_TRAIN 2048
+
+/* Random train and test splits of the network's shape, after a warning. */
+static bool synthetic_splits(Trainer *t) {
+    const DlrtModel *m = t->m;
+    int64_t count = t->o->limit > 0 && t->o->limit < SYNTHETIC_TRAIN ? t->o->limit : SYNTHETIC_TRAIN;
+    int64_t tests = count / 4 > 0 ? count / 4 : 1;
+    fprintf(stderr, "%s: warning: no dataset (no --data, and the train section names none): "
+            "training on %lld random samples of the input's shape, testing on %lld; the "
+            "accuracy means nothing\n", m->name, (long long)count, (long long)tests);
+    if (dlrt_dataset_synthetic(&t->train, count, m->rank, m->dims, (int32_t)m->classes,
+                               t->o->seed ^ 0x7472616e, &t->err) != DLRT_OK ||
+        dlrt_dataset_synthetic(&t->test, tests, m->rank, m->dims, (int32_t)m->classes,
+                               t->o->seed ^ 0x74657374, &t->err) != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+        return false;
+    }
+    return true;
+}
+
 static bool load_splits(Trainer *t) {
     const DlrtModel *m = t->m;
+    if (!t->o->data)
+        return synthetic_splits(t);
     if (dlrt_load_idx_dir(&t->train, &t->test, t->o->data, NULL, &t->err) != DLRT_OK) {
         fprintf(stderr, "%s: %s\n", m->name, t->err.message);
         return false;
@@ -335,8 +359,6 @@ static int run(Trainer *t, double begin) {
 }
 
 int dlrt_train_command(const DlrtModel *m, const Options *o) {
-    if (no_data(m, o))
-        return 2;
     double begin = dlrt_clock();
     Trainer t = {.m = m, .o = o};
     int status = 1;
