@@ -6,7 +6,8 @@
 #   scripts/deps.sh test    also the test tools: LLVM's FileCheck and not
 #                           (llvm-16-tools), clang-16 with libFuzzer, Graphviz,
 #                           Python with venv, PyTorch and NumPy (the numeric
-#                           oracle), Debian's Fashion-MNIST, and LLVM's lit
+#                           oracle), torchvision (the model zoo's reference),
+#                           Debian's Fashion-MNIST, and LLVM's lit
 #                           from PyPI in .venv
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +19,7 @@ if [ "$what" = main ]; then
 fi
 if [ "$what" = test ]; then
     pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv
-           python3-torch python3-numpy dataset-fashion-mnist)
+           python3-torch python3-numpy python3-torchvision dataset-fashion-mnist)
 fi
 
 missing=()

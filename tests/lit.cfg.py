@@ -45,11 +45,16 @@ if config.dot and os.path.exists(config.dot):
     config.substitutions.append(("%dot", config.dot))
 
 # the numeric oracle and the real data, where installed (scripts/deps.sh
-# test installs both; a test needing them says REQUIRES: torch / fashion-mnist)
+# test installs them; a test needing them says REQUIRES: torch / torchvision /
+# fashion-mnist)
 import subprocess
 if subprocess.run([sys.executable, "-c", "import torch, numpy"],
                   capture_output=True).returncode == 0:
     config.available_features.add("torch")
+# torchvision's models, the reference of the model zoo (tests/models/zoo_torchvision_*)
+if subprocess.run([sys.executable, "-c", "import torchvision"],
+                  capture_output=True).returncode == 0:
+    config.available_features.add("torchvision")
 if os.path.isdir("/usr/share/datasets/fashion-mnist"):
     config.available_features.add("fashion-mnist")
 
