@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,15 +126,29 @@ static int compare_strings(const void *a, const void *b) {
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Sorts names (in place) and returns one that occurs twice, or NULL. */
-static const char *find_duplicate(const char **names, size_t n) {
+/* A name that two of n items share, or NULL: the items lie `stride` bytes
+ * apart, each with its name (a char pointer) at `offset` (tensors, header
+ * entries, metadata).  The names are sorted in a copy; *nomem says that
+ * the copy could not be made. */
+static const char *find_duplicate(const void *items, size_t n, size_t stride, size_t offset,
+                                  bool *nomem) {
+    *nomem = false;
     if (n < 2)
         return NULL;
+    const char **names = malloc(n * sizeof *names);
+    if (!names) {
+        *nomem = true;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++)
+        memcpy(&names[i], (const char *)items + i * stride + offset, sizeof names[i]);
     qsort(names, n, sizeof *names, compare_strings);
-    for (size_t i = 1; i < n; i++)
+    const char *dup = NULL;
+    for (size_t i = 1; i < n && !dup; i++)
         if (strcmp(names[i - 1], names[i]) == 0)
-            return names[i];
-    return NULL;
+            dup = names[i];
+    free(names);
+    return dup;
 }
 
 void dlrt_meta_free(DlrtMeta *meta, int nmeta) {
@@ -248,17 +263,14 @@ static DlrtStatus check_tensors(const DlrtTensor *tensors, int n, DlrtError *err
         if (st != DLRT_OK)
             return st;
     }
-    const char **names = malloc(((size_t)n + 1) * sizeof *names);
-    if (!names)
+    bool nomem;
+    const char *dup = find_duplicate(tensors, (size_t)n, sizeof *tensors,
+                                     offsetof(DlrtTensor, name), &nomem);
+    if (nomem)
         return dlrt_fail(err, DLRT_E_NOMEM, "out of memory");
-    for (int i = 0; i < n; i++)
-        names[i] = tensors[i].name;
-    const char *dup = find_duplicate(names, (size_t)n);
-    DlrtStatus st = DLRT_OK;
     if (dup)
-        st = dlrt_fail(err, DLRT_E_ARG, "two tensors are named '%s'", dup);
-    free(names);
-    return st;
+        return dlrt_fail(err, DLRT_E_ARG, "two tensors are named '%s'", dup);
+    return DLRT_OK;
 }
 
 static DlrtStatus check_meta(const DlrtMeta *meta, int nmeta, DlrtError *err) {
@@ -271,17 +283,14 @@ static DlrtStatus check_meta(const DlrtMeta *meta, int nmeta, DlrtError *err) {
             return dlrt_fail(err, DLRT_E_ARG, "metadata '%s' is not valid UTF-8",
                              meta[i].key);
     }
-    const char **keys = malloc(((size_t)nmeta + 1) * sizeof *keys);
-    if (!keys)
+    bool nomem;
+    const char *dup = find_duplicate(meta, (size_t)nmeta, sizeof *meta, offsetof(DlrtMeta, key),
+                                     &nomem);
+    if (nomem)
         return dlrt_fail(err, DLRT_E_NOMEM, "out of memory");
-    for (int i = 0; i < nmeta; i++)
-        keys[i] = meta[i].key;
-    const char *dup = find_duplicate(keys, (size_t)nmeta);
-    DlrtStatus st = DLRT_OK;
     if (dup)
-        st = dlrt_fail(err, DLRT_E_ARG, "two metadata entries are named '%s'", dup);
-    free(keys);
-    return st;
+        return dlrt_fail(err, DLRT_E_ARG, "two metadata entries are named '%s'", dup);
+    return DLRT_OK;
 }
 
 static void header_metadata(Buf *b, const DlrtMeta *meta, int nmeta) {
@@ -937,24 +946,20 @@ static bool parse_header(Parser *p, Header *h) {
 
 /* Duplicate names among the tensors or among the metadata keys. */
 static DlrtStatus check_unique(const Header *h, const char *path, DlrtError *err) {
-    size_t n = h->count > (size_t)h->nmeta ? h->count : (size_t)h->nmeta;
-    const char **names = malloc((n + 1) * sizeof *names);
-    if (!names)
+    bool nomem;
+    const char *dup = find_duplicate(h->entries, h->count, sizeof *h->entries,
+                                     offsetof(Entry, name), &nomem);
+    if (!nomem && dup)
+        return dlrt_fail(err, DLRT_E_FORMAT, "%s: two tensors are named '%s'", path, dup);
+    if (!nomem)
+        dup = find_duplicate(h->meta, (size_t)h->nmeta, sizeof *h->meta, offsetof(DlrtMeta, key),
+                             &nomem);
+    if (nomem)
         return dlrt_fail(err, DLRT_E_NOMEM, "out of memory");
-    for (size_t i = 0; i < h->count; i++)
-        names[i] = h->entries[i].name;
-    const char *dup = find_duplicate(names, h->count);
-    DlrtStatus st = DLRT_OK;
     if (dup)
-        st = dlrt_fail(err, DLRT_E_FORMAT, "%s: two tensors are named '%s'", path, dup);
-    for (int i = 0; i < h->nmeta && st == DLRT_OK; i++)
-        names[i] = h->meta[i].key;
-    dup = st == DLRT_OK ? find_duplicate(names, (size_t)h->nmeta) : NULL;
-    if (dup)
-        st = dlrt_fail(err, DLRT_E_FORMAT, "%s: the metadata key '%s' is given twice",
-                       path, dup);
-    free(names);
-    return st;
+        return dlrt_fail(err, DLRT_E_FORMAT, "%s: the metadata key '%s' is given twice", path,
+                         dup);
+    return DLRT_OK;
 }
 
 static int compare_by_offset(const void *a, const void *b) {
