@@ -1212,15 +1212,6 @@ static void test_batcher_uniform(void) {
 /* Modes for lit                                                            */
 /* ======================================================================== */
 
-static const char *shape_text(char *buf, size_t size, const int64_t *dims, int rank) {
-    size_t n = (size_t)snprintf(buf, size, "[");
-    for (int i = 0; i < rank && n < size; i++)
-        n += (size_t)snprintf(buf + n, size - n, "%s%lld", i ? ", " : "", (long long)dims[i]);
-    if (n < size)
-        snprintf(buf + n, size - n, "]");
-    return buf;
-}
-
 /* Neumaier's compensated sum: the sum of n floats, nearly exactly. */
 static double exact_sum(const float *x, int64_t n) {
     double s = 0, c = 0;
@@ -1257,7 +1248,7 @@ static void dump(const char *name, const DlrtDataset *ds, bool bytes) {
     char shape[128];
     int64_t n = ds->count * ds->sample_size;
     printf("%s: %lld samples of %s, %d classes\n", name, (long long)ds->count,
-           shape_text(shape, sizeof shape, ds->dims, ds->rank), (int)ds->num_classes);
+           dlrt_shape_text(shape, sizeof shape, ds->dims, ds->rank), (int)ds->num_classes);
     printf("%s: first labels", name);
     for (int64_t i = 0; i < ds->count && i < 10; i++)
         printf(" %d", (int)ds->y[i]);
