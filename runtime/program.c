@@ -132,13 +132,14 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --lr X, --seed N   as for train; the seed also draws the random data\n"
             "\n"
             "gradcheck:\n"
-            "  --batch N          samples in the random batch (4)\n"
+            "  --batch N          samples in the random batch (%d)\n"
             "  --seed N           seed of the weights, the batch and the entries checked\n"
             "  --weights FILE     check at these weights instead of fresh ones\n"
             "  --tolerance X      the largest relative error that passes (1e-3)\n",
             m->name, m->name, m->source, (long long)m->batch, MAX_THREADS,
             (long long)default_threads(), m->data ? " (" : "", m->data ? m->data : "",
-            m->data ? ")" : "", (long long)m->epochs, m->lr, (unsigned long long)m->seed);
+            m->data ? ")" : "", (long long)m->epochs, m->lr, (unsigned long long)m->seed,
+            DLRT_GRADCHECK_BATCH);
     return out == stdout ? 0 : 2;
 }
 
@@ -274,6 +275,8 @@ static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char 
         if (!set_flag(m, o, flag, value))
             return 2;
     }
+    if (cmd->bit == GRADCHECK && !o->batch_given)
+        o->batch = DLRT_GRADCHECK_BATCH;
     return -1;
 }
 
@@ -385,7 +388,8 @@ static long long available_bytes(void) {
  * runs: a batch that cannot fit is refused here, with both amounts, rather
  * than found out by the system's out-of-memory killer in the middle of
  * training (Linux lends memory it does not have, so calloc succeeds). */
-static bool memory_fits(const DlrtModel *m, const Options *o, int64_t batch) {
+static bool memory_fits(const DlrtModel *m, const Options *o) {
+    int64_t batch = o->batch;
     double need = (double)m->memory(batch);
     long long have = available_bytes();
     if (have < 0 || need <= (double)have)
@@ -420,8 +424,7 @@ int dlrt_main(int argc, char **argv, const DlrtModel *m) {
         /* before any work, so that every kernel of the run sees one count
            and the run is reproducible */
         dlrt_set_threads((int)o.threads);
-        int64_t batch = cmd->bit == GRADCHECK && !o.batch_given ? DLRT_GRADCHECK_BATCH : o.batch;
-        status = cmd->bit != INFO && !memory_fits(m, &o, batch) ? 1 : cmd->run(m, &o);
+        status = cmd->bit != INFO && !memory_fits(m, &o) ? 1 : cmd->run(m, &o);
     }
     free(o.inputs);
     return status;

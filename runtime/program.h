@@ -28,7 +28,8 @@ typedef struct Options {
     double lr;                 /* train, bench: before the schedule */
     uint64_t seed;             /* train, bench */
     bool seed_given;           /* --seed was on the command line */
-    bool batch_given;          /* --batch was (gradcheck's default is small) */
+    bool batch_given;          /* --batch was; without it, gradcheck's batch is
+                                  DLRT_GRADCHECK_BATCH, not the train section's */
     double tolerance;          /* gradcheck: the largest relative error that passes */
     char **inputs;             /* predict: the files to classify (ninputs) */
     int ninputs;
