@@ -4,7 +4,7 @@
 # (SGD, learning rate 0.01, momentum 0.9) and the latency of one inference
 # at batch 1.  Builds dlc, compiles models/lenet5.dl, then runs each
 # measurement 5 times, alternating dlc (`./lenet5 bench`) and PyTorch
-# (bench/lenet5_pytorch.py, with Debian's /usr/bin/python3), so that a slow
+# (bench/pytorch_peer.py, with Debian's /usr/bin/python3), so that a slow
 # spell of the machine hits both; each run reports the median of its
 # iterations, and the table gives the median of the 5 runs and the ratio
 # dlc / PyTorch.  With --accuracy it also trains both 10 epochs on
@@ -37,7 +37,7 @@ measure() {
         "$tmp/lenet5" bench --threads "$threads" --mode "$mode" --batch "$batch" \
             --iters "$iters" --warmup "$warmup" --report "$out" >/dev/null
     else
-        "$python" bench/lenet5_pytorch.py bench --threads "$threads" --mode "$mode" \
+        "$python" bench/pytorch_peer.py bench --threads "$threads" --mode "$mode" \
             --batch "$batch" --iters "$iters" --warmup "$warmup" >"$out"
     fi
 }
@@ -81,7 +81,7 @@ PY
 if $accuracy; then
     echo "training 10 epochs on Fashion-MNIST with each (minutes)" >&2
     "$tmp/lenet5" train --threads "$threads" --epochs 10 --report "$tmp/dlc-acc.json" >/dev/null
-    "$python" bench/lenet5_pytorch.py accuracy --threads "$threads" --epochs 10 >"$tmp/torch-acc.json"
+    "$python" bench/pytorch_peer.py accuracy --threads "$threads" --epochs 10 >"$tmp/torch-acc.json"
     "$python" - "$tmp" <<'PY'
 import json, sys
 d = json.load(open(f"{sys.argv[1]}/dlc-acc.json"))

@@ -99,8 +99,10 @@ static int64_t avg_divisor(const DlrtPool *p, int64_t oy, int64_t ox) {
 #include <omp.h>
 #define PRAGMA(x) _Pragma(#x)
 /* A loop split in equal static chunks over t workers: a given t always
- * gives each worker the same iterations, hence the same bits. */
-#define PARALLEL_FOR(t) PRAGMA(omp parallel for num_threads(t) schedule(static))
+ * gives each worker the same iterations, hence the same bits.  With one
+ * worker the loop runs inline, as cheaply inside another parallel loop as
+ * outside one. */
+#define PARALLEL_FOR(t) PRAGMA(omp parallel for num_threads(t) if ((t) > 1) schedule(static))
 static int worker(void) { return omp_get_thread_num(); }
 int dlrt_threads(void) { return omp_get_max_threads(); }
 #else
@@ -124,11 +126,37 @@ static int workers(int threads, int64_t items, int64_t work) {
     return work < PARALLEL_MIN_WORK || t < 1 ? 1 : (int)t;
 }
 
+/* The size of a convolution's weights. */
+static int64_t conv_weights(const DlrtConv *cv) {
+    return cv->f * (cv->c / cv->groups) * cv->kh * cv->kw;
+}
+
+/* How a convolution of n samples uses its workers (at most `threads`): by
+ * sample when there are at least as many samples as workers, or else one
+ * sample at a time, each sample's im2col and products split among the
+ * workers (a batch of 1 on 2 threads).  Sharing a sample forks and joins
+ * the workers for each product and each im2col; a sample of fewer
+ * multiply-adds than CONV_INSIDE_MIN_WORK (LeNet-5's, about 100,000) takes
+ * less time than that costs. */
+#define CONV_INSIDE_MIN_WORK (1 << 22)
+
+typedef struct ConvSplit {
+    int samples; /* workers taking whole samples */
+    int inside;  /* workers sharing each sample */
+} ConvSplit;
+
+static ConvSplit conv_split(const DlrtConv *cv, int threads, int64_t n) {
+    int64_t work = n * conv_weights(cv) * cv->oh * cv->ow; /* multiply-adds */
+    int t = workers(threads, INT32_MAX, work);
+    if (n >= t || work < n * CONV_INSIDE_MIN_WORK)
+        return (ConvSplit){workers(threads, n, work), 1};
+    return (ConvSplit){1, t};
+}
+
 /* A convolution worker's slice of the workspace: an im2col buffer, then a
  * copy of dw for the backward weight kernel to sum its samples into. */
 static int64_t conv_slice(const DlrtConv *cv) {
-    return cv->c / cv->groups * cv->kh * cv->kw * cv->oh * cv->ow +
-           cv->f * (cv->c / cv->groups) * cv->kh * cv->kw;
+    return cv->c / cv->groups * cv->kh * cv->kw * cv->oh * cv->ow + conv_weights(cv);
 }
 
 int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads) {

@@ -9,6 +9,10 @@
 #                           oracle), torchvision (the model zoo's reference),
 #                           Debian's Fashion-MNIST, and LLVM's lit
 #                           from PyPI in .venv
+#   scripts/deps.sh bench   the compiler's packages, and what the benchmarks
+#                           against PyTorch run and plot with: PyTorch,
+#                           torchvision, NumPy, GNU time (peak memory) and
+#                           gnuplot
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
@@ -20,6 +24,10 @@ fi
 if [ "$what" = test ]; then
     pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv
            python3-torch python3-numpy python3-torchvision dataset-fashion-mnist)
+fi
+
+if [ "$what" = bench ]; then
+    pkgs+=(python3 python3-torch python3-numpy python3-torchvision time gnuplot-nox)
 fi
 
 missing=()

@@ -623,6 +623,11 @@ static void test_conv(Tally *t, DlrtRng *rng) {
     /* large enough to be split among threads (dlrt_threads() > 1): five
      * samples over the workers, partial weight gradients summed */
     test_conv_case(t, rng, 5, 4, 10, 10, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2);
+    /* one sample, large enough for the workers to share it: im2col and
+     * col2im by channel, the products by blocks of columns (a wide plane)
+     * and of rows (many filters on a small plane) */
+    test_conv_case(t, rng, 1, 2, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+    test_conv_case(t, rng, 1, 4, 4, 4, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -1,26 +1,39 @@
 #!/usr/bin/env python3
-"""lenet5_pytorch.py: the PyTorch side of bench/lenet5_vs_pytorch.sh, the
-same LeNet-5 as models/lenet5.dl (tests/codegen/Inputs/parity.py checks
-that the two compute the same thing), trained the same way: SGD with
+"""pytorch_peer.py: the PyTorch side of dlc's benchmarks, the same networks
+trained the same way as dlc's models/ (bench/lenet5_vs_pytorch.sh,
+bench/zoo_vs_pytorch.sh).
+
+--model lenet5 (the default) is models/lenet5.dl (tests/codegen/Inputs/
+parity.py checks that the two compute the same thing), trained with SGD at
 learning rate 0.01 and momentum 0.9, cross-entropy, PyTorch's default
-initialization (which dlc's follows).
+initialization (which dlc's follows).  --model alexnet, vgg16, googlenet,
+resnet18 or resnet50 is torchvision's network, which models/NAME.dl is
+(tests/models/zoo_torchvision_*.test), on 3x224x224 images and 1000
+classes, trained with SGD at momentum 0.9 and weight decay 1e-4, as the
+train sections of those models say (GoogLeNet without its auxiliary
+heads, as models/googlenet.dl).
 
-  lenet5_pytorch.py bench [--mode train|infer] [--batch N] [--iters N] [--warmup N] [--threads N]
-      as `./lenet5 bench`: random inputs in [0, 1) and labels, cycled
-      through 8 batches; warm-up iterations, then each timed iteration
-      timed on its own.  Prints one JSON object with the keys of the dlc
-      program's report: median_ms, mean_ms, min_ms, max_ms,
-      images_per_second (batch / median).
-  lenet5_pytorch.py accuracy [--epochs N] [--data DIR] [--threads N]
-      trains on Fashion-MNIST (batch 64, a new random order each epoch) and
-      prints {"test_accuracy": ..., "seconds": ...}.
+  pytorch_peer.py bench [--model M] [--mode train|infer] [--batch N] [--iters N]
+                        [--warmup N] [--threads N] [--lr X]
+      as `./NAME bench`: random inputs in [0, 1) and labels, cycled
+      through at most 8 batches (fewer when they would take more than 64
+      MiB, as dlc's bench does); warm-up iterations, then each timed
+      iteration timed on its own.  Prints one JSON object with the keys of
+      the dlc program's report: median_ms, mean_ms, min_ms, max_ms,
+      images_per_second (batch / median), and peak_rss_kib (the process's
+      peak resident memory, interpreter included).
+  pytorch_peer.py accuracy [--epochs N] [--data DIR] [--threads N]
+      trains LeNet-5 on Fashion-MNIST (batch 64, a new random order each
+      epoch) and prints {"test_accuracy": ..., "seconds": ...}.
 
-Run it with Debian's /usr/bin/python3, which has torch.
+Run it with Debian's /usr/bin/python3, which has torch (and torchvision,
+for the zoo).
 """
 import argparse
 import gzip
 import json
 import os
+import resource
 import statistics
 import time
 
@@ -39,8 +52,25 @@ def lenet5():
         nn.Linear(84, 10))
 
 
-def sgd(model):
-    return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+def zoo(name):
+    """torchvision's network as models/NAME.dl builds it."""
+    import torchvision
+    if name == "googlenet":
+        return torchvision.models.googlenet(aux_logits=False, init_weights=True)
+    return getattr(torchvision.models, name)()
+
+
+def network(name):
+    """The network, its input's shape and its number of classes."""
+    if name == "lenet5":
+        return lenet5(), (1, 28, 28), 10
+    return zoo(name), (3, 224, 224), 1000
+
+
+def sgd(model, name="lenet5", lr=0.01):
+    if name == "lenet5":
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
+    return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
 
 
 def train_step(model, opt, x, y):
@@ -53,12 +83,14 @@ def train_step(model, opt, x, y):
 
 def bench(args):
     torch.manual_seed(0)
-    model = lenet5()
-    pool = [(torch.rand(args.batch, 1, 28, 28), torch.randint(0, 10, (args.batch,)))
-            for _ in range(8)]
+    model, shape, classes = network(args.model)
+    batch_bytes = args.batch * 4 * shape[0] * shape[1] * shape[2]
+    batches = max(1, min(8, (64 << 20) // batch_bytes))
+    pool = [(torch.rand(args.batch, *shape), torch.randint(0, classes, (args.batch,)))
+            for _ in range(batches)]
     if args.mode == "train":
         model.train()
-        opt = sgd(model)
+        opt = sgd(model, args.model, args.lr)
 
         def iteration(x, y):
             train_step(model, opt, x, y)
@@ -77,11 +109,13 @@ def bench(args):
         iteration(x, y)
         ms.append(1000 * (time.perf_counter() - t0))
     median = statistics.median(ms)
-    print(json.dumps({"framework": "pytorch " + torch.__version__, "mode": args.mode,
+    print(json.dumps({"framework": "pytorch " + torch.__version__, "model": args.model,
+                      "mode": args.mode,
                       "threads": torch.get_num_threads(), "batch": args.batch,
                       "median_ms": median, "mean_ms": statistics.fmean(ms),
                       "min_ms": min(ms), "max_ms": max(ms),
-                      "images_per_second": args.batch * 1000 / median}))
+                      "images_per_second": args.batch * 1000 / median,
+                      "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
 
 
 def read_idx(path):
@@ -126,6 +160,9 @@ def accuracy(args):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("command", choices=["bench", "accuracy"])
+    p.add_argument("--model", default="lenet5",
+                   choices=["lenet5", "alexnet", "vgg16", "googlenet", "resnet18", "resnet50"])
+    p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--mode", choices=["train", "infer"], default="train")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--iters", type=int, default=100)
