@@ -14,6 +14,9 @@ typedef struct DlcEmitOptions {
     const char *suffix; /* appended to each network's name in file and
                            function names ("_f64": lenet5_f64.c, lenet5_f64_create),
                            so that two generations link into one program */
+    bool plan_memory;   /* share memory between values that are not live at the
+                           same time (passes/plan_memory.c); false gives each
+                           value a slot of its own */
 } DlcEmitOptions;
 
 typedef struct DlcTarget {

@@ -38,7 +38,7 @@ typedef struct Options {
     const char *include_dirs[MAX_LIST];
     int ninclude;
     bool dtype_given;
-    DlcEmitOptions codegen;      /* --dtype */
+    DlcEmitOptions codegen;      /* --dtype, -fno-plan-memory */
 } Options;
 
 static void usage(FILE *out) {
@@ -65,6 +65,9 @@ static void usage(FILE *out) {
         "  --split-input-file     compile each '// -----' separated part on its own\n"
         "  -x dl|dlir             the input's language (default: from its extension)\n"
         "  -I DIR                 also look for imported files in DIR\n"
+        "  -fno-plan-memory       give every value of the generated code memory of its\n"
+        "                         own, instead of sharing it between values that are\n"
+        "                         not live at the same time (for comparison)\n"
         "  -Werror                treat warnings as errors\n"
         "  -w                     do not print warnings\n"
         "  --version              print the version and exit\n"
@@ -145,7 +148,8 @@ static void check_pass_names(const char *const *names, bool allow_elaborate) {
 
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
-           OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE };
+           OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
+           OPT_NO_PLAN_MEMORY };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -158,9 +162,11 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"version", no_argument, NULL, OPT_VERSION},
         {"help", no_argument, NULL, OPT_HELP},
         {"Werror", no_argument, NULL, OPT_WERROR},
+        {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
+    o->codegen.plan_memory = true;
     int c;
     opterr = 0;
     while ((c = getopt_long_only(argc, argv, "o:x:I:w", longopts, NULL)) != -1) {
@@ -222,6 +228,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_VERSION: printf("dlc %s\n", DLC_VERSION); exit(0);
         case OPT_HELP: usage(stdout); exit(0);
         case OPT_WERROR: break; /* read again in main, it sits in the context */
+        case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
         default:
             if (optopt && optopt < 256)
                 fprintf(stderr, "dlc: error: option '-%c' %s\n", optopt,
@@ -317,6 +324,7 @@ static int add_words(char **argv, int n, int max, char *list) {
  * libdlrt, and a rename into place.  Paths to the runtime are those of the
  * build (DLC_RUNTIME_*, set by CMake). */
 static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *target,
+                          const DlcEmitOptions *opt,
                           const char *output) {
     struct stat st;
     if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -358,7 +366,9 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
                   "and evaluates classifiers (one f32 input, one output, a train section "
                   "with loss cross_entropy); use --emit=c to embed it", net->name);
     /* the network in f32, and in f64 for the program's gradcheck */
-    const DlcEmitOptions f32 = {.dtype = DLC_F32}, f64 = {.dtype = DLC_F64, .suffix = "_f64"};
+    DlcEmitOptions f32 = *opt, f64 = *opt;
+    f32.dtype = DLC_F32, f32.suffix = NULL;
+    f64.dtype = DLC_F64, f64.suffix = "_f64";
     ok = ok && target->emit(ctx, m, &f32, dir) && target->emit(ctx, m, &f64, dir);
     char hfile[300], cfile64[300], hfile64[300];
     snprintf(hfile, sizeof hfile, "%s/%s.h", dir, net->name);
@@ -458,7 +468,7 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
         return false;
     }
     if (target) {
-        bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, o->output)
+        bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, &o->codegen, o->output)
                                       : dlc_make_dir(ctx, o->output) &&
                                             target->emit(ctx, m, &o->codegen, o->output);
         dlc_module_free(m);

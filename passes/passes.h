@@ -28,4 +28,22 @@ bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m);
 bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m);
 bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m);
 
+/* plan_memory.c: an analysis the code generators run on each network.
+ * Where each op result lives in the activation arena.  Values in a batch
+ * are in part 0, in floats per sample (the arena holds max_batch samples of
+ * it); the others in part 1, in floats. */
+typedef struct DlcMemPlan {
+    DlcMap offset;   /* value name -> offset in its part + 1 */
+    int64_t size[2];  /* the arena's parts */
+    int64_t naive[2]; /* each value in a slot of its own */
+    int64_t lower[2]; /* the most live at any one op: no plan needs less */
+} DlcMemPlan;
+
+/* Plans net's results; the outputs and the pinned values live to the end.
+ * Without share, each value gets a slot of its own (for comparison). */
+void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, const DlcValue *const *pinned,
+                     int npinned, bool share, DlcMemPlan *plan);
+/* A planned value's offset in its part. */
+int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v);
+
 #endif /* DLC_PASSES_H */

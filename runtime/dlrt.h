@@ -346,6 +346,11 @@ typedef struct DlrtCheck {
                             double *loss, DlrtError *err);
 } DlrtCheck;
 
+/* A size of the activations' memory, in elements: per_sample * batch + fixed. */
+typedef struct DlrtPlanSize {
+    int64_t per_sample, fixed;
+} DlrtPlanSize;
+
 typedef struct DlrtModel {
     const char *name;          /* the network: "lenet5" */
     const char *source;        /* the .dl file it was compiled from */
@@ -365,6 +370,8 @@ typedef struct DlrtModel {
     double gamma, min_lr;      /* step: the decay; cosine: the floor */
     int64_t warmup;            /* epochs of linear warm-up */
     const char *optimizer;     /* for messages: "sgd(lr=0.01, momentum=0.9)" */
+    /* the activations' memory plan (NAME_ARENA_*, NAME_NAIVE_*, NAME_LOWER_BOUND_*) */
+    DlrtPlanSize arena, naive, lower_bound;
     /* the generated API */
     size_t (*memory)(int64_t max_batch);
     DlrtStatus (*create)(void **net, int64_t max_batch, uint64_t seed, DlrtError *err);

@@ -39,6 +39,15 @@ enum { TRAIN = 1, EVAL = 2, PREDICT = 4, BENCH = 8, INFO = 16, GRADCHECK = 32, E
 
 /* ---- the commands ---------------------------------------------------------- */
 
+/* An activation plan's size for a batch, in bytes of floats, and in MiB. */
+static long long plan_bytes(DlrtPlanSize size, int64_t batch) {
+    return (long long)(size.per_sample * batch + size.fixed) * (long long)sizeof(float);
+}
+
+static double plan_mib(DlrtPlanSize size, int64_t batch) {
+    return (double)plan_bytes(size, batch) / (1 << 20);
+}
+
 static int info(const DlrtModel *m, const Options *o) {
     double start = dlrt_clock();
     printf("network %s (from %s)\ninput [", m->name, m->source);
@@ -49,6 +58,9 @@ static int info(const DlrtModel *m, const Options *o) {
     printf("optimizer: %s\n", m->optimizer);
     printf("memory for batches of %lld: %.1f MiB (parameters, optimizer state, activations, "
            "scratch)\n", (long long)o->batch, (double)m->memory(o->batch) / (1 << 20));
+    printf("activations: %.1f MiB planned; %.1f MiB with a slot for every value; "
+           "%.1f MiB live at once at most\n", plan_mib(m->arena, o->batch),
+           plan_mib(m->naive, o->batch), plan_mib(m->lower_bound, o->batch));
     Report r = dlrt_report_new("info");
     r.seconds = dlrt_clock() - start;
     return dlrt_report_write(m, o, &r) ? 0 : 1;
@@ -356,6 +368,9 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     json_number(f, "seconds", r->seconds, 6);
     json_count(f, "parameters", m->trainable);
     json_count(f, "peak_memory_bytes", (long long)m->memory(o->batch));
+    json_count(f, "activation_bytes", plan_bytes(m->arena, o->batch));
+    json_count(f, "activation_naive_bytes", plan_bytes(m->naive, o->batch));
+    json_count(f, "activation_lower_bound_bytes", plan_bytes(m->lower_bound, o->batch));
     json_count(f, "peak_rss_bytes", peak_rss_bytes());
     fprintf(f, "}\n");
     if (fclose(f) != 0) {

@@ -15,10 +15,11 @@
  *     buffer, named as in the IR), NAME_memory (bytes needed for a given
  *     batch, known before anything runs) and NAME_free.
  *
- * Memory: all parameters and buffers in one block; every value of both
- * networks in one activation block sized for the largest batch, with its
- * own slot (the memory planner of a later pass will share slots).  Nothing
- * is allocated after NAME_create.
+ * Memory: all parameters and buffers in one block; the values of both
+ * networks in one activation block sized for the largest batch, where
+ * passes/plan_memory.c places them (values that are never live at the same
+ * time share memory; the two networks never run at the same time, so each
+ * plan starts at 0).  Nothing is allocated after NAME_create.
  *
  * Preconditions: the module verifies; element type f32.  dropout and
  * batchnorm are not generated yet: a network using them is an error at the
@@ -31,6 +32,7 @@
 #include <unistd.h>
 
 #include "../codegen.h"
+#include "../../passes/passes.h"
 
 /* ---- output with line counting, for #line -------------------------------- */
 
@@ -76,17 +78,20 @@ typedef struct Cpu {
 } Cpu;
 
 /* Where a network's values live in the activation block: batched values
- * take numel * max_batch floats, from `batched` (in units of max_batch),
- * unbatched ones numel floats after all the batched ones. */
+ * take numel * max_batch floats, from their offset in units of max_batch
+ * (the plan's part 0), unbatched ones numel floats, after the batched part
+ * (the plan's part 1). */
 typedef struct Slots {
-    DlcMap off;             /* value name -> offset + 1 */
-    int64_t batched;        /* floats per sample of all batched values */
-    int64_t unbatched;      /* floats of all unbatched values */
+    DlcMemPlan plan;
+    int64_t batched;        /* floats per sample of the batched part */
+    int64_t unbatched;      /* floats of the unbatched part */
 } Slots;
 
 static int64_t numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
 
 static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
+
+static const DlcValue *gradient_of(const DlcNetwork *tn, const DlcValue *p);
 
 /* A C identifier from an IR name: dots become underscores. */
 static const char *ident(Cpu *cpu, const char *name) {
@@ -105,16 +110,34 @@ static void add_param(Cpu *cpu, const DlcValue *p) {
     DLC_PUSH(&cpu->arena, cpu->params, cpu->nparams, cpu->capparams, p);
 }
 
-static void layout(Cpu *cpu, const DlcNetwork *net, Slots *s) {
-    dlc_map_init(&s->off, &cpu->arena);
-    s->batched = s->unbatched = 0;
-    for (int i = 0; i < net->nops; i++)
-        for (int r = 0; r < net->ops[i]->nout; r++) {
-            const DlcValue *v = net->ops[i]->out[r];
-            int64_t *at = v->type.batched ? &s->batched : &s->unbatched;
-            dlc_map_put(&s->off, v->name, (void *)(intptr_t)(*at + 1));
-            *at += round16(numel(v));
-        }
+/* The plan of a network's values; the training step's gradients stay
+ * until the end, for NAME_gradient to show after NAME_gradients. */
+static void layout(Cpu *cpu, const DlcNetwork *net, bool share, Slots *s) {
+    const DlcValue **pinned = dlc_arena_alloc(&cpu->arena, sizeof *pinned * (size_t)(cpu->nparams + 1));
+    int npinned = 0;
+    for (int i = 0; net == cpu->train && i < cpu->nparams; i++)
+        if ((pinned[npinned] = gradient_of(net, cpu->params[i])))
+            npinned++;
+    dlc_plan_memory(&cpu->arena, net, pinned, npinned, share, &s->plan);
+    s->batched = s->plan.size[0];
+    s->unbatched = s->plan.size[1];
+}
+
+/* The plan figures of the activation block, which both networks share:
+ * the larger of the two in each part. */
+typedef struct Figures {
+    int64_t arena[2], naive[2], lower[2];
+} Figures;
+
+static Figures figures(const Slots *si, const Slots *st) {
+    Figures f;
+    for (int k = 0; k < 2; k++) {
+        const DlcMemPlan *a = &si->plan, *b = st ? &st->plan : &si->plan;
+        f.arena[k] = a->size[k] > b->size[k] ? a->size[k] : b->size[k];
+        f.naive[k] = a->naive[k] > b->naive[k] ? a->naive[k] : b->naive[k];
+        f.lower[k] = a->lower[k] > b->lower[k] ? a->lower[k] : b->lower[k];
+    }
+    return f;
 }
 
 /* The C expression for a value's storage in the network's functions. */
@@ -128,7 +151,7 @@ static const char *where(Cpu *cpu, const Slots *s, const DlcValue *v) {
             return v->type.dtype == DLC_I32 ? "net->step" : ident(cpu, v->name);
         return ident(cpu, v->name);
     case DLC_VAL_OP: {
-        int64_t off = (intptr_t)dlc_map_get(&s->off, v->name) - 1;
+        int64_t off = dlc_plan_offset(&s->plan, v);
         if (v->type.batched)
             return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch)",
                                     (long long)off);
@@ -520,7 +543,7 @@ static void put_inputs(Cpu *cpu, Out *o, const DlcNetwork *net) {
     }
 }
 
-static void put_header(Cpu *cpu, Out *o) {
+static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
     const char *p = cpu->prefix, *T = cpu->type, *U = cpu->upper;
     const DlcNetwork *net = cpu->infer;
     put(o, "/* %s.h — generated by dlc %s from %s; do not edit.\n *\n"
@@ -542,6 +565,17 @@ static void put_header(Cpu *cpu, Out *o) {
     put(o, "#define %s_TRAINABLE %lld /* trainable parameters */\n", U, (long long)trainable);
     put(o, "#define %s_TENSORS %d /* parameters and buffers in a checkpoint */\n\n", U,
         cpu->nparams);
+    put(o, "/* The activations' memory plan, in elements: each figure is\n"
+           " * PER_SAMPLE * max_batch + FIXED.  ARENA is what %s_create allocates\n"
+           " * for them; NAIVE is what a slot for every value would take; LOWER_BOUND\n"
+           " * is the most that is live during any one op, which no plan that keeps\n"
+           " * the batched values apart from the others can go below. */\n", p);
+    const char *what[3] = {"ARENA", "NAIVE", "LOWER_BOUND"};
+    const int64_t *val[3] = {fig->arena, fig->naive, fig->lower};
+    for (int k = 0; k < 3; k++)
+        put(o, "#define %s_%s_PER_SAMPLE %lld\n#define %s_%s_FIXED %lld\n", U, what[k],
+            (long long)val[k][0], U, what[k], (long long)val[k][1]);
+    put(o, "\n");
     put(o, "/* Bytes of memory for batches of up to max_batch samples: parameters,\n"
            " * optimizer state, activations and scratch (for dlrt_threads() threads);\n"
            " * all of it is allocated by %s_create, which uses that many threads at\n"
@@ -627,7 +661,7 @@ static void put_train_api(Cpu *cpu, Out *o, const Slots *st) {
            "    static const int64_t at[%d] = {", p, T, cpu->nparams ? cpu->nparams : 1);
     for (int i = 0; i < cpu->nparams; i++) {
         const DlcValue *g = gradient_of(tn, cpu->params[i]);
-        int64_t off = g ? (intptr_t)dlc_map_get(&st->off, g->name) - 1 : -1;
+        int64_t off = g ? dlc_plan_offset(&st->plan, g) : -1;
         put(o, "%s%lld", i ? ", " : "", (long long)off);
     }
     put(o, "};\n"
@@ -642,8 +676,8 @@ static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
     /* the two networks run one at a time, so they share the activations:
        a network's unbatched slots start after its own batched ones, so the
        larger of each part covers both */
-    int64_t act_b = st && st->batched > si->batched ? st->batched : si->batched;
-    int64_t act_u = st && st->unbatched > si->unbatched ? st->unbatched : si->unbatched;
+    Figures fig = figures(si, st);
+    int64_t act_b = fig.arena[0], act_u = fig.arena[1];
     put(o, "\n/* ---- the API (%s.h) ---- */\n\n", p);
     /* convolution geometries, for the scratch size */
     put(o, "/* Scratch for the convolutions run by `threads` workers. */\n"
@@ -956,6 +990,10 @@ static void put_model(Cpu *cpu, Out *o) {
         sched ? sched->s : "constant", (long long)cfg_num(every, 0), cfg_num(gamma, 0.1),
         cfg_num(min_lr, 0), (long long)cfg_num(tr ? dlc_train_get(tr, "warmup") : NULL, 0));
     put_cstring(o, optimizer);
+    put(o, ",\n    .arena = {%s_ARENA_PER_SAMPLE, %s_ARENA_FIXED},\n"
+           "    .naive = {%s_NAIVE_PER_SAMPLE, %s_NAIVE_FIXED},\n"
+           "    .lower_bound = {%s_LOWER_BOUND_PER_SAMPLE, %s_LOWER_BOUND_FIXED}",
+        cpu->upper, cpu->upper, cpu->upper, cpu->upper, cpu->upper, cpu->upper);
     put(o, ",\n    .memory = %s_memory,\n    .create = model_create,\n    .free = model_free,\n"
            "    .forward = model_forward,\n    .train_step = model_train_step,\n"
            "    .save = model_save,\n    .load = model_load,\n    .ntensors = %d,\n"
@@ -1015,9 +1053,10 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         }
 
     Slots si, st;
-    layout(&cpu, net, &si);
+    bool share = !opt || opt->plan_memory;
+    layout(&cpu, net, share, &si);
     if (cpu.train)
-        layout(&cpu, cpu.train, &st);
+        layout(&cpu, cpu.train, share, &st);
 
     char hname[300], cname[300];
     snprintf(hname, sizeof hname, "%s.h", pre);
@@ -1025,7 +1064,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     Out h = {.name = hname}, c = {.name = cname};
     h.f = open_memstream(&h.buf, &h.len);
     c.f = open_memstream(&c.buf, &c.len);
-    put_header(&cpu, &h);
+    Figures fig = figures(&si, cpu.train ? &st : NULL);
+    put_header(&cpu, &h, &fig);
     put(&c, "/* %s — generated by dlc %s from %s; do not edit.\n *\n"
             " * One function per op (its IR in a comment above it, its .dl line in a\n"
             " * #line directive), the functions that run them in order, then the API\n"

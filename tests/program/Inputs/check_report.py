@@ -7,7 +7,8 @@ import sys
 
 report = json.load(open(sys.argv[1]))
 common = ["network", "command", "threads", "batch", "seconds", "parameters",
-          "peak_memory_bytes", "peak_rss_bytes"]
+          "peak_memory_bytes", "activation_bytes", "activation_naive_bytes",
+          "activation_lower_bound_bytes", "peak_rss_bytes"]
 keys = {
     "train": ["epochs", "images", "train_loss", "test_loss", "test_accuracy",
               "images_per_second"],
@@ -24,6 +25,9 @@ extra = [k for k in report if k not in common + keys]
 assert not extra, f"undocumented keys for {report['command']}: {extra}"
 assert report["seconds"] >= 0 and report["parameters"] > 0, report
 assert report["peak_memory_bytes"] > 0 and report["peak_rss_bytes"] > 0, report
+assert (0 < report["activation_lower_bound_bytes"] <= report["activation_bytes"]
+        <= report["activation_naive_bytes"]), report
+assert report["activation_bytes"] < report["peak_memory_bytes"], report
 assert report["threads"] >= 1 and report["batch"] >= 1, report
 if "images" in keys:
     assert report["images"] > 0 and report["images_per_second"] > 0, report
