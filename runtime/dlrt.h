@@ -99,6 +99,18 @@ void dlrt_init_constant_f64(double *w, int64_t n, double value);
  * last bits of sums. */
 void dlrt_set_threads(int n);
 
+/* The kernels OpenBLAS runs: "SkylakeX", "Haswell", "Zen", "Prescott"... */
+const char *dlrt_blas_core(void);
+/* When OpenBLAS fell back to its generic Prescott kernels on a CPU with
+ * AVX-512 or AVX2 (Debian 12's OpenBLAS 0.3.21 does on some Xeons) and
+ * OPENBLAS_CORETYPE is not set, sets it and starts the program again
+ * (execv of /proc/self/exe with argv): OpenBLAS reads it only when it is
+ * loaded.  Returns only when nothing needs doing, or after a warning when
+ * the restart failed.  The generated program's main calls it first; a
+ * product embedding dlc's code can call it the same way, or set
+ * OPENBLAS_CORETYPE itself. */
+void dlrt_fix_blas_core(char **argv);
+
 /* ------------------------------------------------------------------------ */
 /* data.c                                                                   */
 /* ------------------------------------------------------------------------ */

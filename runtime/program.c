@@ -56,6 +56,9 @@ static int info(const DlrtModel *m, const Options *o) {
     printf("], %lld classes\n\nlayers:\n%s\n", (long long)m->classes, m->layers);
     printf("trainable parameters: %lld\n", (long long)m->trainable);
     printf("optimizer: %s\n", m->optimizer);
+    const char *forced = getenv("OPENBLAS_CORETYPE");
+    printf("threads: %d; OpenBLAS kernels: %s%s%s\n", dlrt_threads(), dlrt_blas_core(),
+           forced ? ", from OPENBLAS_CORETYPE=" : "", forced ? forced : "");
     printf("memory for batches of %lld: %.1f MiB (parameters, optimizer state, activations, "
            "scratch)\n", (long long)o->batch, (double)m->memory(o->batch) / (1 << 20));
     printf("activations: %.1f MiB planned; %.1f MiB with a slot for every value; "
@@ -419,6 +422,7 @@ static bool memory_fits(const DlrtModel *m, const Options *o) {
 /* ---- main -------------------------------------------------------------------- */
 
 int dlrt_main(int argc, char **argv, const DlrtModel *m) {
+    dlrt_fix_blas_core(argv);
     if (argc < 2)
         return usage(m, stderr);
     const char *name = argv[1];
