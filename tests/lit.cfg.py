@@ -23,7 +23,10 @@ config.suffixes = [".dl", ".dlir", ".test"]
 config.excludes = ["fuzz", "unit", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 
-config.substitutions.append(("%dlc", config.dlc))
+# lit --param dlc_flags=... adds options to every dlc command: the
+# lit-no-plan-memory CTest runs the numeric tests with -fno-plan-memory, so
+# that the optimizations are checked not to change results
+config.substitutions.append(("%dlc", (config.dlc + " " + lit_config.params.get("dlc_flags", "")).strip()))
 config.substitutions.append(("%bin", config.bin))
 # compiling generated code: the build's compiler (with its sanitizers) and
 # libdlrt with what it links
