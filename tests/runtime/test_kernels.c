@@ -770,6 +770,11 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 2, 1, 3, 3, 1, 1, 1, 1, 0, 0, false);
     test_pool_case(t, rng, 1, 2, 6, 6, 4, 4, 3, 3, 2, 2, true);
     test_pool_case(t, rng, 2, 2, 7, 6, 3, 2, 1, 2, 1, 1, false);
+    /* GoogLeNet's: 3x3 stride 1 padded (inner columns and clipped borders),
+     * 3x3 stride 2 in ceil mode; and stride 2 padded */
+    test_pool_case(t, rng, 2, 3, 9, 11, 3, 3, 1, 1, 1, 1, true);
+    test_pool_case(t, rng, 1, 2, 12, 12, 3, 3, 2, 2, 0, 0, true);
+    test_pool_case(t, rng, 1, 2, 10, 9, 3, 3, 2, 2, 1, 1, false);
 }
 
 /* ------------------------------------------------------------------------ */
