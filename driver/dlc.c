@@ -39,6 +39,7 @@ typedef struct Options {
     int ninclude;
     bool dtype_given;
     DlcEmitOptions codegen;      /* --dtype, -fno-plan-memory */
+    bool no_fuse;                /* -fno-fuse: the target's pipeline without fuse */
 } Options;
 
 static void usage(FILE *out) {
@@ -65,6 +66,8 @@ static void usage(FILE *out) {
         "  --split-input-file     compile each '// -----' separated part on its own\n"
         "  -x dl|dlir             the input's language (default: from its extension)\n"
         "  -I DIR                 also look for imported files in DIR\n"
+        "  -fno-fuse              leave out the fuse pass of the target's pipeline\n"
+        "                         (ReLUs stay separate ops)\n"
         "  -fno-plan-memory       give every value of the generated code memory of its\n"
         "                         own, instead of sharing it between values that are\n"
         "                         not live at the same time (for comparison)\n"
@@ -149,7 +152,7 @@ static void check_pass_names(const char *const *names, bool allow_elaborate) {
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY };
+           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -163,6 +166,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"help", no_argument, NULL, OPT_HELP},
         {"Werror", no_argument, NULL, OPT_WERROR},
         {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
+        {"fno-fuse", no_argument, NULL, OPT_NO_FUSE},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -229,6 +233,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_HELP: usage(stdout); exit(0);
         case OPT_WERROR: break; /* read again in main, it sits in the context */
         case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
+        case OPT_NO_FUSE: o->no_fuse = true; break;
         default:
             if (optopt && optopt < 256)
                 fprintf(stderr, "dlc: error: option '-%c' %s\n", optopt,
@@ -462,8 +467,14 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     const DlcTarget *target = o->emit == EMIT_C || o->emit == EMIT_EXE ? dlc_target_lookup("c") : NULL;
     /* then the target's own passes (for C, the training step), unless the
        user chose the passes */
+    const char *target_passes[MAX_LIST + 1];
+    int ntarget = 0;
+    for (int i = 0; target && target->passes[i] && ntarget < MAX_LIST; i++)
+        if (!(o->no_fuse && strcmp(target->passes[i], "fuse") == 0))
+            target_passes[ntarget++] = target->passes[i];
+    target_passes[ntarget] = NULL;
     if (!run_passes(ctx, o, m, passes, errors) ||
-        (target && !o->passes_given && !run_passes(ctx, o, m, target->passes, errors))) {
+        (target && !o->passes_given && !run_passes(ctx, o, m, target_passes, errors))) {
         dlc_module_free(m);
         return false;
     }

@@ -100,6 +100,9 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
     case DLC_OP_DENSE: {
         bool conv = op->kind == DLC_OP_CONV2D;
         DlcValue *w = op->in[1];
+        if (op->attrs[dlc_op_attr_index(op->kind, "relu")].b) /* fused: through the ReLU first */
+            dy = emit(ad, DLC_OP_RELU_GRAD, (DlcValue *[]){dy, y}, 2, 0, NULL, &y->type,
+                      dlc_arena_printf(&ad->m->arena, "%s.relu_grad", y->name), loc);
         if (needs(ad, x)) {
             DlcOpKind k = conv ? DLC_OP_CONV2D_GRAD_INPUT : DLC_OP_DENSE_GRAD_INPUT;
             attrs_like(k, op, attrs);

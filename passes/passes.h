@@ -27,6 +27,7 @@ bool dlc_pass_dce(DlcCtx *ctx, DlcModule *m);
 bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m);
 bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m);
 bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m);
+bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m);
 
 /* plan_memory.c: an analysis the code generators run on each network.
  * Where each op result lives in the activation arena.  Values in a batch

@@ -298,6 +298,7 @@ typedef struct DlrtConv {
     int64_t ph, pw;        /* zero padding on each side */
     int64_t dh, dw;        /* dilation */
     int64_t groups;
+    bool relu;             /* forward: a ReLU on the output (conv2d {relu=true}) */
 } DlrtConv;
 
 /* Max and average pooling's geometry (torch.nn.MaxPool2d, AvgPool2d). */

@@ -24,7 +24,7 @@ config.excludes = ["fuzz", "unit", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 
 # lit --param dlc_flags=... adds options to every dlc command: the
-# lit-no-plan-memory CTest runs the numeric tests with -fno-plan-memory, so
+# lit-unoptimized CTest runs the numeric tests with -fno-plan-memory -fno-fuse, so
 # that the optimizations are checked not to change results
 config.substitutions.append(("%dlc", (config.dlc + " " + lit_config.params.get("dlc_flags", "")).strip()))
 config.substitutions.append(("%bin", config.bin))

@@ -191,17 +191,24 @@ static const int64_t *attr_pair(const DlcOp *op, const char *name) {
     return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
 }
 
+/* Whether op (a conv2d or dense) has a ReLU fused into it. */
+static bool fused_relu(const DlcOp *op) {
+    int i = dlc_op_attr_index(op->kind, "relu");
+    return i >= 0 && op->attrs[i].b;
+}
+
 /* A DlrtConv for a convolution with input type x and output type y. */
 static void put_conv(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
     const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
                   *p = attr_pair(op, "pad"), *d = attr_pair(op, "dilation");
     put(o, "    static const DlrtConv cv = {.c = %lld, .h = %lld, .w = %lld, .f = %lld, "
            ".oh = %lld, .ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, "
-           ".ph = %lld, .pw = %lld, .dh = %lld, .dw = %lld, .groups = %lld};\n",
+           ".ph = %lld, .pw = %lld, .dh = %lld, .dw = %lld, .groups = %lld%s};\n",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-        (long long)d[0], (long long)d[1], (long long)attr_i(op, "groups"));
+        (long long)d[0], (long long)d[1], (long long)attr_i(op, "groups"),
+        fused_relu(op) ? ", .relu = true" : "");
 }
 
 static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
@@ -244,6 +251,8 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     case DLC_OP_DENSE:
         put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, r0);\n", ne,
             (long long)numel(y), op->nparams == 2 ? "a2" : "NULL");
+        if (fused_relu(op)) /* the output is small: a pass over it in place */
+            put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", (long long)numel(y));
         return true;
     case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: {
         const char *f = op->kind == DLC_OP_RELU ? "relu" : op->kind == DLC_OP_SIGMOID ? "sigmoid" : "tanh";
@@ -1119,7 +1128,7 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
     return ok;
 }
 
-static const char *const cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", NULL};
+static const char *const cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "c",
