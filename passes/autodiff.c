@@ -89,20 +89,29 @@ static bool needs(Autodiff *ad, const DlcValue *v) {
     return dlc_map_get(&ad->needs, v->name) != NULL;
 }
 
+/* dy through the ReLU fused into op (relu=true, as the fuse pass or a user
+ * writes it), which comes after the op proper; dy itself without one. */
+static DlcValue *through_fused_relu(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
+    int i = dlc_op_attr_index(op->kind, "relu");
+    if (i < 0 || !op->attrs[i].b)
+        return dy;
+    DlcValue *y = op->out[0];
+    return emit(ad, DLC_OP_RELU_GRAD, (DlcValue *[]){dy, y}, 2, 0, NULL, &y->type,
+                dlc_arena_printf(&ad->m->arena, "%s.relu_grad", y->name), op->loc);
+}
+
 /* The vector-Jacobian product of op (of the train network), whose result's
  * gradient is dy: adds the gradients of its operands that need one. */
 static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
     DlcValue *x = op->in[0], *y = op->out[0];
     DlcAttr attrs[DLC_MAX_ATTRS];
     DlcLoc loc = op->loc;
+    dy = through_fused_relu(ad, op, dy);
     switch (op->kind) {
     case DLC_OP_CONV2D:
     case DLC_OP_DENSE: {
         bool conv = op->kind == DLC_OP_CONV2D;
         DlcValue *w = op->in[1];
-        if (op->attrs[dlc_op_attr_index(op->kind, "relu")].b) /* fused: through the ReLU first */
-            dy = emit(ad, DLC_OP_RELU_GRAD, (DlcValue *[]){dy, y}, 2, 0, NULL, &y->type,
-                      dlc_arena_printf(&ad->m->arena, "%s.relu_grad", y->name), loc);
         if (needs(ad, x)) {
             DlcOpKind k = conv ? DLC_OP_CONV2D_GRAD_INPUT : DLC_OP_DENSE_GRAD_INPUT;
             attrs_like(k, op, attrs);

@@ -1,15 +1,19 @@
-/* fuse.c — merges a ReLU into the convolution or dense layer before it.
+/* fuse.c — merges a ReLU into the convolution, dense layer or batch
+ * normalization before it.
  *
  *   %c = conv2d(%x, @w, @b) {...}            %r = conv2d(%x, @w, @b) {..., relu=true}
  *   %r = relu(%c)                      =>
  *
- * when the relu is the only reader of %c (and %c is not an output).  The
- * fused op computes the same values, but the CPU code applies the ReLU to
- * each sample's output right after its product, while it is in the caches,
- * instead of in a second pass over the whole batch; and %c, one activation
- * the size of the layer's output, no longer exists.  The backward pass is
- * unchanged: relu_grad reads the ReLU's result, which the fused op still
- * defines under its old name.
+ * when the relu is the only reader of %c (and %c is not an output); the
+ * same for dense, batchnorm and batchnorm_train (whose other results, the
+ * batch statistics, stay as they are).  The fused op computes the same
+ * values, but the CPU code applies the ReLU to each sample's output right
+ * after its product, while it is in the caches, instead of in a second
+ * pass over the whole batch (dense and batchnorm apply it in place after
+ * the op); and %c, one activation the size of the layer's output, no
+ * longer exists.  The backward pass is unchanged: relu_grad reads the
+ * ReLU's result, which the fused op still defines under its old name, and
+ * batchnorm's gradients read its input and statistics, not its result.
  *
  * It runs after autodiff and optimizer (the C target's pipeline), so both
  * the inference network and the training step are fused; autodiff also
@@ -31,12 +35,13 @@ static void count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
     }
 }
 
-/* The op a relu can merge into: a conv2d or dense that has no ReLU yet and
- * whose result only the relu reads; NULL otherwise. */
+/* The op a relu can merge into: a conv2d, dense or batchnorm that has no
+ * ReLU yet and whose (first) result only the relu reads; NULL otherwise. */
 static DlcOp *fusable_producer(const DlcOp *relu, const DlcMap *uses) {
     const DlcValue *x = relu->in[0];
-    DlcOp *def = x->kind == DLC_VAL_OP ? x->def : NULL;
-    if (!def || (def->kind != DLC_OP_CONV2D && def->kind != DLC_OP_DENSE))
+    DlcOp *def = x->kind == DLC_VAL_OP && x->result == 0 ? x->def : NULL;
+    if (!def || (def->kind != DLC_OP_CONV2D && def->kind != DLC_OP_DENSE &&
+                 def->kind != DLC_OP_BATCHNORM && def->kind != DLC_OP_BATCHNORM_TRAIN))
         return NULL;
     if (def->attrs[dlc_op_attr_index(def->kind, "relu")].b)
         return NULL;

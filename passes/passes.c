@@ -5,7 +5,7 @@
 
 static const DlcPass table[] = {
     {"cse", "merge ops that compute the same thing from the same operands", dlc_pass_cse},
-    {"fuse", "merge each relu into the conv2d or dense before it (relu=true) when it is that op's only reader", dlc_pass_fuse},
+    {"fuse", "merge each relu into the conv2d, dense or batchnorm before it (relu=true) when it is that op's only reader", dlc_pass_fuse},
     {"dce", "remove ops whose results are never used, and their parameters", dlc_pass_dce},
     {"autodiff", "build NAME.train for each network with a train section: forward, loss, "
                  "and the gradient of every trainable parameter", dlc_pass_autodiff},

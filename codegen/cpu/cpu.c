@@ -191,7 +191,7 @@ static const int64_t *attr_pair(const DlcOp *op, const char *name) {
     return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
 }
 
-/* Whether op (a conv2d or dense) has a ReLU fused into it. */
+/* Whether op (a conv2d, dense or batchnorm) has a ReLU fused into it. */
 static bool fused_relu(const DlcOp *op) {
     int i = dlc_op_attr_index(op->kind, "relu");
     return i >= 0 && op->attrs[i].b;
@@ -397,6 +397,8 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         else
             put(o, "    dlrt_batchnorm_forward_train(n, %lld, %lld, %s, %s, a0, a1, a2, a3, a4, r0, r1, r2);\n",
                 c, hw, cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "momentum")));
+        if (fused_relu(op))
+            put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", c * hw);
         return true;
     }
     case DLC_OP_BATCHNORM_GRAD_INPUT: case DLC_OP_BATCHNORM_GRAD_WEIGHT: {
