@@ -26,7 +26,13 @@ config.test_source_root = os.path.dirname(__file__)
 # lit --param dlc_flags=... adds options to every dlc command: the
 # lit-unoptimized CTest runs the numeric tests with -fno-plan-memory -fno-fuse, so
 # that the optimizations are checked not to change results
-config.substitutions.append(("%dlc", (config.dlc + " " + lit_config.params.get("dlc_flags", "")).strip()))
+dlc_flags = lit_config.params.get("dlc_flags", "")
+config.substitutions.append(("%dlc", (config.dlc + " " + dlc_flags).strip()))
+if dlc_flags:
+    # its own output folders: CTest runs lit and lit-unoptimized side by
+    # side, and the same test in both would build into the same %t
+    config.test_exec_root = os.path.join(config.test_exec_root, "flags",
+                                         "".join(c if c.isalnum() else "_" for c in dlc_flags))
 config.substitutions.append(("%bin", config.bin))
 # compiling generated code: the build's compiler (with its sanitizers) and
 # libdlrt with what it links
