@@ -368,6 +368,10 @@ struct DlcOp {
     DlcLoc loc;       /* the .dl (or .dlir) place it came from */
 };
 
+/* Whether op has a ReLU fused into it (relu=true: conv2d, dense, batchnorm,
+ * batchnorm_train; see passes/fuse.c).  In ops.c, beside the schemas. */
+bool dlc_op_fused_relu(const DlcOp *op);
+
 typedef struct DlcNetwork {
     const char *name;
     DlcLoc loc;

@@ -121,6 +121,11 @@ int dlc_op_attr_index(DlcOpKind k, const char *name) {
     return -1;
 }
 
+bool dlc_op_fused_relu(const DlcOp *op) {
+    int i = dlc_op_attr_index(op->kind, "relu");
+    return i >= 0 && op->attrs[i].b;
+}
+
 const char *const *dlc_op_names(void) {
     init_table();
     return op_names;

@@ -92,8 +92,7 @@ static bool needs(Autodiff *ad, const DlcValue *v) {
 /* dy through the ReLU fused into op (relu=true, as the fuse pass or a user
  * writes it), which comes after the op proper; dy itself without one. */
 static DlcValue *through_fused_relu(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
-    int i = dlc_op_attr_index(op->kind, "relu");
-    if (i < 0 || !op->attrs[i].b)
+    if (!dlc_op_fused_relu(op))
         return dy;
     DlcValue *y = op->out[0];
     return emit(ad, DLC_OP_RELU_GRAD, (DlcValue *[]){dy, y}, 2, 0, NULL, &y->type,

@@ -43,7 +43,7 @@ static DlcOp *fusable_producer(const DlcOp *relu, const DlcMap *uses) {
     if (!def || (def->kind != DLC_OP_CONV2D && def->kind != DLC_OP_DENSE &&
                  def->kind != DLC_OP_BATCHNORM && def->kind != DLC_OP_BATCHNORM_TRAIN))
         return NULL;
-    if (def->attrs[dlc_op_attr_index(def->kind, "relu")].b)
+    if (dlc_op_fused_relu(def))
         return NULL;
     return (intptr_t)dlc_map_get(uses, x->name) == 1 ? def : NULL;
 }

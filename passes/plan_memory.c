@@ -44,10 +44,11 @@ static int by_offset(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* Places one part's values: offsets, and the part's sizes in plan. */
-static void place(Interval **list, int n, int nops, bool share, int64_t *size,
-                  int64_t *naive, int64_t *lower, DlcArena *arena) {
-    *size = *naive = *lower = 0;
+/* One part's naive sum (a slot for every value) and lower bound (the most
+ * live during any one op). */
+static void measure(Interval **list, int n, int nops, int64_t *naive, int64_t *lower,
+                    DlcArena *arena) {
+    *naive = *lower = 0;
     int64_t *live = dlc_arena_alloc(arena, sizeof *live * (size_t)(nops + 1));
     for (int i = 0; i < n; i++) {
         *naive += list[i]->size;
@@ -56,12 +57,17 @@ static void place(Interval **list, int n, int nops, bool share, int64_t *size,
     }
     for (int k = 0; k < nops; k++)
         *lower = live[k] > *lower ? live[k] : *lower;
+}
+
+/* Places one part's values (their offsets) and returns the part's size. */
+static int64_t place(Interval **list, int n, bool share, DlcArena *arena) {
+    int64_t size = 0;
     if (!share) { /* a slot of its own for each, in op order */
         for (int i = 0; i < n; i++) {
-            list[i]->offset = *size;
-            *size += list[i]->size;
+            list[i]->offset = size;
+            size += list[i]->size;
         }
-        return;
+        return size;
     }
     qsort(list, (size_t)n, sizeof *list, by_size_then_start);
     /* the placed values whose ranges meet the current one, by offset */
@@ -82,8 +88,9 @@ static void place(Interval **list, int n, int nops, bool share, int64_t *size,
             offset = end > offset ? end : offset;
         }
         v->offset = offset;
-        *size = offset + v->size > *size ? offset + v->size : *size;
+        size = offset + v->size > size ? offset + v->size : size;
     }
+    return size;
 }
 
 /* Whether two placed values overlap in both time and memory: a planner
@@ -133,8 +140,8 @@ void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, const DlcValue *con
         for (int i = 0; i < n; i++)
             if (all[i].v->type.batched == (part == 0))
                 list[m++] = &all[i];
-        place(list, m, net->nops, share, &plan->size[part], &plan->naive[part], &plan->lower[part],
-              arena);
+        measure(list, m, net->nops, &plan->naive[part], &plan->lower[part], arena);
+        plan->size[part] = place(list, m, share, arena);
         check_placement(list, m);
         for (int i = 0; i < m; i++)
             dlc_map_put(&plan->offset, list[i]->v->name, (void *)(intptr_t)(list[i]->offset + 1));

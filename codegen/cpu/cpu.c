@@ -21,9 +21,7 @@
  * time share memory; the two networks never run at the same time, so each
  * plan starts at 0).  Nothing is allocated after NAME_create.
  *
- * Preconditions: the module verifies; element type f32.  dropout and
- * batchnorm are not generated yet: a network using them is an error at the
- * op. */
+ * Preconditions: the module verifies. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -77,15 +75,10 @@ typedef struct Cpu {
     bool ok;
 } Cpu;
 
-/* Where a network's values live in the activation block: batched values
- * take numel * max_batch floats, from their offset in units of max_batch
- * (the plan's part 0), unbatched ones numel floats, after the batched part
- * (the plan's part 1). */
-typedef struct Slots {
-    DlcMemPlan plan;
-    int64_t batched;        /* floats per sample of the batched part */
-    int64_t unbatched;      /* floats of the unbatched part */
-} Slots;
+/* Where a network's values live in the activation block is its DlcMemPlan:
+ * batched values take numel * max_batch floats, from their offset in units
+ * of max_batch (the plan's part 0), unbatched ones numel floats, after the
+ * network's batched part (the plan's part 1). */
 
 static int64_t numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
 
@@ -112,15 +105,13 @@ static void add_param(Cpu *cpu, const DlcValue *p) {
 
 /* The plan of a network's values; the training step's gradients stay
  * until the end, for NAME_gradient to show after NAME_gradients. */
-static void layout(Cpu *cpu, const DlcNetwork *net, bool share, Slots *s) {
+static void layout(Cpu *cpu, const DlcNetwork *net, bool share, DlcMemPlan *plan) {
     const DlcValue **pinned = dlc_arena_alloc(&cpu->arena, sizeof *pinned * (size_t)(cpu->nparams + 1));
     int npinned = 0;
     for (int i = 0; net == cpu->train && i < cpu->nparams; i++)
         if ((pinned[npinned] = gradient_of(net, cpu->params[i])))
             npinned++;
-    dlc_plan_memory(&cpu->arena, net, pinned, npinned, share, &s->plan);
-    s->batched = s->plan.size[0];
-    s->unbatched = s->plan.size[1];
+    dlc_plan_memory(&cpu->arena, net, pinned, npinned, share, plan);
 }
 
 /* The plan figures of the activation block, which both networks share:
@@ -129,10 +120,9 @@ typedef struct Figures {
     int64_t arena[2], naive[2], lower[2];
 } Figures;
 
-static Figures figures(const Slots *si, const Slots *st) {
+static Figures figures(const DlcMemPlan *a, const DlcMemPlan *b) {
     Figures f;
     for (int k = 0; k < 2; k++) {
-        const DlcMemPlan *a = &si->plan, *b = st ? &st->plan : &si->plan;
         f.arena[k] = a->size[k] > b->size[k] ? a->size[k] : b->size[k];
         f.naive[k] = a->naive[k] > b->naive[k] ? a->naive[k] : b->naive[k];
         f.lower[k] = a->lower[k] > b->lower[k] ? a->lower[k] : b->lower[k];
@@ -141,7 +131,7 @@ static Figures figures(const Slots *si, const Slots *st) {
 }
 
 /* The C expression for a value's storage in the network's functions. */
-static const char *where(Cpu *cpu, const Slots *s, const DlcValue *v) {
+static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
     switch (v->kind) {
     case DLC_VAL_PARAM:
         return dlc_arena_printf(&cpu->arena, "(net->params + %lld)",
@@ -151,12 +141,12 @@ static const char *where(Cpu *cpu, const Slots *s, const DlcValue *v) {
             return v->type.dtype == DLC_I32 ? "net->step" : ident(cpu, v->name);
         return ident(cpu, v->name);
     case DLC_VAL_OP: {
-        int64_t off = dlc_plan_offset(&s->plan, v);
+        int64_t off = dlc_plan_offset(plan, v);
         if (v->type.batched)
             return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch)",
                                     (long long)off);
         return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch + %lld)",
-                                (long long)s->batched, (long long)off);
+                                (long long)plan->size[0], (long long)off);
     }
     }
     return "?";
@@ -191,12 +181,6 @@ static const int64_t *attr_pair(const DlcOp *op, const char *name) {
     return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
 }
 
-/* Whether op (a conv2d, dense or batchnorm) has a ReLU fused into it. */
-static bool fused_relu(const DlcOp *op) {
-    int i = dlc_op_attr_index(op->kind, "relu");
-    return i >= 0 && op->attrs[i].b;
-}
-
 /* A DlrtConv for a convolution with input type x and output type y. */
 static void put_conv(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
     const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
@@ -208,7 +192,7 @@ static void put_conv(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         (long long)d[0], (long long)d[1], (long long)attr_i(op, "groups"),
-        fused_relu(op) ? ", .relu = true" : "");
+        dlc_op_fused_relu(op) ? ", .relu = true" : "");
 }
 
 static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
@@ -251,7 +235,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     case DLC_OP_DENSE:
         put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, r0);\n", ne,
             (long long)numel(y), op->nparams == 2 ? "a2" : "NULL");
-        if (fused_relu(op)) /* the output is small: a pass over it in place */
+        if (dlc_op_fused_relu(op)) /* the output is small: a pass over it in place */
             put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", (long long)numel(y));
         return true;
     case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: {
@@ -397,7 +381,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         else
             put(o, "    dlrt_batchnorm_forward_train(n, %lld, %lld, %s, %s, a0, a1, a2, a3, a4, r0, r1, r2);\n",
                 c, hw, cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "momentum")));
-        if (fused_relu(op))
+        if (dlc_op_fused_relu(op))
             put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", c * hw);
         return true;
     }
@@ -511,7 +495,7 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
 }
 
 /* The functions of one network, and the function that runs them in order. */
-static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const Slots *s,
+static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPlan *plan,
                         const char *tag) {
     const char **fn = dlc_arena_alloc(&cpu->arena, sizeof(char *) * (size_t)(net->nops + 1));
     for (int i = 0; i < net->nops; i++)
@@ -531,9 +515,9 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const Slots *s,
         const DlcOp *op = net->ops[i];
         put(o, "    %s%s(n", dlc_op_is_update(op->kind) ? "if (update)\n        " : "", fn[i]);
         for (int j = 0; j < op->nin; j++)
-            put(o, ", %s", where(cpu, s, op->in[j]));
+            put(o, ", %s", where(cpu, plan, op->in[j]));
         for (int r = 0; r < op->nout; r++)
-            put(o, ", %s", where(cpu, s, op->out[r]));
+            put(o, ", %s", where(cpu, plan, op->out[r]));
         if (uses_work(op))
             put(o, ", net->work, net->threads");
         if (uses_seed(op))
@@ -648,7 +632,7 @@ static const DlcValue *gradient_of(const DlcNetwork *tn, const DlcValue *p) {
 
 /* train_step, and gradients/gradient: the same step without the update,
  * for gradient checks. */
-static void put_train_api(Cpu *cpu, Out *o, const Slots *st) {
+static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
     const char *p = cpu->prefix, *T = cpu->type, *R = cpu->real;
     const DlcNetwork *tn = cpu->train;
     const char *names[2] = {"train_step", "gradients"};
@@ -672,23 +656,23 @@ static void put_train_api(Cpu *cpu, Out *o, const Slots *st) {
            "    static const int64_t at[%d] = {", p, T, cpu->nparams ? cpu->nparams : 1);
     for (int i = 0; i < cpu->nparams; i++) {
         const DlcValue *g = gradient_of(tn, cpu->params[i]);
-        int64_t off = g ? dlc_plan_offset(&st->plan, g) : -1;
+        int64_t off = g ? dlc_plan_offset(st, g) : -1;
         put(o, "%s%lld", i ? ", " : "", (long long)off);
     }
     put(o, "};\n"
            "    DlrtTensor t = %s_tensor(net, i);\n"
            "    t.data = at[i] < 0 ? NULL : net->act + %lld * net->max_batch + at[i];\n"
-           "    return t;\n}\n\n", p, (long long)st->batched);
+           "    return t;\n}\n\n", p, (long long)st->size[0]);
 }
 
-static void put_api(Cpu *cpu, Out *o, const Slots *si, const Slots *st) {
+static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st,
+                    const Figures *fig) {
     const char *p = cpu->prefix, *T = cpu->type;
     const DlcNetwork *net = cpu->infer;
     /* the two networks run one at a time, so they share the activations:
        a network's unbatched slots start after its own batched ones, so the
        larger of each part covers both */
-    Figures fig = figures(si, st);
-    int64_t act_b = fig.arena[0], act_u = fig.arena[1];
+    int64_t act_b = fig->arena[0], act_u = fig->arena[1];
     put(o, "\n/* ---- the API (%s.h) ---- */\n\n", p);
     /* convolution geometries, for the scratch size */
     put(o, "/* Scratch for the convolutions run by `threads` workers. */\n"
@@ -1063,7 +1047,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             cpu.ok = false;
         }
 
-    Slots si, st;
+    DlcMemPlan si, st;
     bool share = !opt || opt->plan_memory;
     layout(&cpu, net, share, &si);
     if (cpu.train)
@@ -1075,7 +1059,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     Out h = {.name = hname}, c = {.name = cname};
     h.f = open_memstream(&h.buf, &h.len);
     c.f = open_memstream(&c.buf, &c.len);
-    Figures fig = figures(&si, cpu.train ? &st : NULL);
+    Figures fig = figures(&si, cpu.train ? &st : &si);
     put_header(&cpu, &h, &fig);
     put(&c, "/* %s — generated by dlc %s from %s; do not edit.\n *\n"
             " * One function per op (its IR in a comment above it, its .dl line in a\n"
@@ -1095,7 +1079,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put(&c, "\n/* ---- training step: network @%s ---- */\n", cpu.train->name);
         put_network(&cpu, &c, cpu.train, &st, "train");
     }
-    put_api(&cpu, &c, &si, cpu.train ? &st : NULL);
+    put_api(&cpu, &c, &si, cpu.train ? &st : NULL, &fig);
     if (is_classifier(cpu.infer, cpu.train) && f64) {
         put_check(&cpu, &c);
         put(&h, "\n/* The network in f64, for the gradient check of a generated program. */\n"
