@@ -40,6 +40,7 @@ typedef struct Options {
     bool dtype_given;
     DlcEmitOptions codegen;      /* --dtype, -fno-plan-memory */
     bool no_fuse;                /* -fno-fuse: the target's pipeline without fuse */
+    DlcPassOptions pass;         /* --mem-budget */
 } Options;
 
 static void usage(FILE *out) {
@@ -71,6 +72,11 @@ static void usage(FILE *out) {
         "  -fno-plan-memory       give every value of the generated code memory of its\n"
         "                         own, instead of sharing it between values that are\n"
         "                         not live at the same time (for comparison)\n"
+        "  --mem-budget=BYTES     the most memory each network may need at its train\n"
+        "                         section's batch size (parameters, optimizer state and\n"
+        "                         activations; K, M or G for KiB, MiB or GiB): cheap\n"
+        "                         forward values are recomputed in the backward pass to\n"
+        "                         fit, and it is an error if they cannot be\n"
         "  -Werror                treat warnings as errors\n"
         "  -w                     do not print warnings\n"
         "  --version              print the version and exit\n"
@@ -149,10 +155,30 @@ static void check_pass_names(const char *const *names, bool allow_elaborate) {
     }
 }
 
+/* A positive number of bytes, with an optional K, M or G (KiB, MiB, GiB)
+ * suffix; exits with a message otherwise. */
+static int64_t parse_bytes(const char *option, const char *s) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    double unit = 1;
+    if (*end && strchr("KMG", *end)) {
+        unit = *end == 'K' ? 1024.0 : *end == 'M' ? 1024.0 * 1024 : 1024.0 * 1024 * 1024;
+        end += strncmp(end + 1, "iB", 2) == 0 ? 3 : 1;
+    }
+    v *= unit;
+    if (end == s || *end || errno || !(v >= 1 && v <= 9e18)) {
+        fprintf(stderr, "dlc: error: %s takes a positive number of bytes (with K, M or G for "
+                "KiB, MiB or GiB), not '%s'\n", option, s);
+        exit(2);
+    }
+    return (int64_t)v;
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE };
+           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -167,6 +193,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"Werror", no_argument, NULL, OPT_WERROR},
         {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
         {"fno-fuse", no_argument, NULL, OPT_NO_FUSE},
+        {"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -234,6 +261,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_WERROR: break; /* read again in main, it sits in the context */
         case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
         case OPT_NO_FUSE: o->no_fuse = true; break;
+        case OPT_MEM_BUDGET: o->pass.mem_budget = parse_bytes("--mem-budget", optarg); break;
         default:
             if (optopt && optopt < 256)
                 fprintf(stderr, "dlc: error: option '-%c' %s\n", optopt,
@@ -434,7 +462,7 @@ static bool run_passes(DlcCtx *ctx, const Options *o, DlcModule *m, const char *
                        int errors) {
     for (int i = 0; names[i]; i++) {
         const DlcPass *pass = dlc_pass_lookup(names[i]);
-        if (!pass->run(ctx, m) || ctx->nerrors > errors)
+        if (!pass->run(ctx, m, &o->pass) || ctx->nerrors > errors)
             return false;
         if (!dlc_verify(ctx, m))
             dlc_unreachable("pass '%s' produced IR that does not verify", pass->name);

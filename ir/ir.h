@@ -371,6 +371,11 @@ struct DlcOp {
 /* Whether op has a ReLU fused into it (relu=true: conv2d, dense, batchnorm,
  * batchnorm_train; see passes/fuse.c).  In ops.c, beside the schemas. */
 bool dlc_op_fused_relu(const DlcOp *op);
+/* Whether op may write its result over a tensor operand of the same size
+ * (the memory plan's in-place sharing): elementwise ops, whose kernels
+ * write each element after reading the operands' same element, and the
+ * copies flatten and reshape (which then copy nothing). */
+bool dlc_op_in_place(const DlcOp *op);
 
 typedef struct DlcNetwork {
     const char *name;

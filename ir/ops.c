@@ -126,6 +126,11 @@ bool dlc_op_fused_relu(const DlcOp *op) {
     return i >= 0 && op->attrs[i].b;
 }
 
+bool dlc_op_in_place(const DlcOp *op) {
+    return (dlc_op_info(op->kind)->flags & DLC_OPF_ELEMWISE) || op->kind == DLC_OP_FLATTEN ||
+           op->kind == DLC_OP_RESHAPE;
+}
+
 const char *const *dlc_op_names(void) {
     init_table();
     return op_names;

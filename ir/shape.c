@@ -272,17 +272,10 @@ bool dlc_infer_batchnorm_train(DlcInfer *inf) {
     return true;
 }
 
-/* (dy, x, mean [C], invstd [C]): the checks both batchnorm gradients share */
-static bool want_batchnorm_grad(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]") || !want_tensor(inf, 1, -1, 1, "[N,C,...]"))
-        return false;
-    if (!dlc_type_eq(&inf->in[0], &inf->in[1])) {
-        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
-        dlc_error(inf->ctx, inf->loc, "%s: gradient %s does not fit input %s", OPNAME,
-                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
-        return false;
-    }
-    for (int i = 2; i < 4; i++) {
+/* Operands first and first + 1 are batch statistics (mean, invstd [C]) of
+ * operand 0. */
+static bool want_statistics(DlcInfer *inf, int first) {
+    for (int i = first; i < first + 2; i++) {
         const DlcType *s = &inf->in[i];
         if (s->batched || s->rank != 1 || s->dims[0] != inf->in[0].dims[0] ||
             s->dtype != inf->in[0].dtype) {
@@ -293,6 +286,19 @@ static bool want_batchnorm_grad(DlcInfer *inf) {
         }
     }
     return true;
+}
+
+/* (dy, x, mean [C], invstd [C]): the checks both batchnorm gradients share */
+static bool want_batchnorm_grad(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]") || !want_tensor(inf, 1, -1, 1, "[N,C,...]"))
+        return false;
+    if (!dlc_type_eq(&inf->in[0], &inf->in[1])) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: gradient %s does not fit input %s", OPNAME,
+                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
+        return false;
+    }
+    return want_statistics(inf, 2);
 }
 
 /* (dy, x, mean, invstd, @weight [C]) -> dx */
@@ -310,6 +316,17 @@ bool dlc_infer_batchnorm_grad_weight(DlcInfer *inf) {
     if (!want_batchnorm_grad(inf))
         return false;
     set_out(inf, inf->in[1].dtype, false, 1, inf->in[1].dims);
+    return true;
+}
+
+/* (x, mean [C], invstd [C]) -> x's type, with batchnorm's weight and bias */
+bool dlc_infer_batchnorm_normalize(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]") || !want_statistics(inf, 1))
+        return false;
+    const DlcType *x = &inf->in[0];
+    inf->out[inf->nout++] = *x;
+    add_param(inf, "weight", x->dtype, 1, x->dims, DLC_INIT_ONES, true);
+    add_param(inf, "bias", x->dtype, 1, x->dims, DLC_INIT_ZEROS, true);
     return true;
 }
 

@@ -356,7 +356,8 @@ static void differentiate(Autodiff *ad, const DlcNetwork *src, const DlcTrain *t
     }
 }
 
-bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m) {
+bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
+    (void)opt;
     Autodiff ad = {.ctx = ctx, .m = m, .ok = true};
     int n = m->nnetworks;
     for (int i = 0; i < n; i++) {

@@ -78,7 +78,8 @@ static void cse_network(DlcModule *m, DlcNetwork *net) {
     dlc_network_reindex(m, net);
 }
 
-bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m) {
+bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
+    (void)opt;
     (void)ctx;
     for (int i = 0; i < m->nnetworks; i++)
         cse_network(m, m->networks[i]);

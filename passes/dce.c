@@ -44,7 +44,8 @@ static void dce_network(DlcModule *m, DlcNetwork *net) {
     dlc_network_reindex(m, net);
 }
 
-bool dlc_pass_dce(DlcCtx *ctx, DlcModule *m) {
+bool dlc_pass_dce(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
+    (void)opt;
     (void)ctx;
     for (int i = 0; i < m->nnetworks; i++)
         dce_network(m, m->networks[i]);

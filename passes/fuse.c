@@ -72,7 +72,8 @@ static void fuse_network(DlcModule *m, DlcNetwork *net) {
     dlc_network_reindex(m, net);
 }
 
-bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m) {
+bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
+    (void)opt;
     (void)ctx;
     for (int i = 0; i < m->nnetworks; i++)
         fuse_network(m, m->networks[i]);

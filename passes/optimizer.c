@@ -116,7 +116,8 @@ static bool optimize_network(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, const D
     return true;
 }
 
-bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m) {
+bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
+    (void)opt;
     bool ok = true;
     for (int i = 0; i < m->nnetworks; i++) {
         DlcNetwork *net = m->networks[i];

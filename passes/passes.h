@@ -9,11 +9,17 @@
 
 #include "../ir/ir.h"
 
+/* What the command line tells the passes. */
+typedef struct DlcPassOptions {
+    int64_t mem_budget; /* --mem-budget: bytes a training step may take at the
+                           train section's batch size; 0 for no budget */
+} DlcPassOptions;
+
 typedef struct DlcPass {
     const char *name;    /* as written in --passes= and --print-after= */
     const char *summary; /* one line for --list-passes */
     /* Rewrites m; returns false after reporting errors. */
-    bool (*run)(DlcCtx *ctx, DlcModule *m);
+    bool (*run)(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 } DlcPass;
 
 /* passes.c */
@@ -23,28 +29,42 @@ const DlcPass *dlc_pass_table(int *n);
 extern const char *const dlc_default_pipeline[];
 
 /* one file each */
-bool dlc_pass_dce(DlcCtx *ctx, DlcModule *m);
-bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m);
-bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m);
-bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m);
-bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m);
+bool dlc_pass_dce(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_recompute(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 
 /* plan_memory.c: an analysis the code generators run on each network.
  * Where each op result lives in the activation arena.  Values in a batch
  * are in part 0, in floats per sample (the arena holds max_batch samples of
  * it); the others in part 1, in floats. */
 typedef struct DlcMemPlan {
-    DlcMap offset;   /* value name -> offset in its part + 1 */
+    DlcMap offset;    /* value name -> offset in its part + 1 */
     int64_t size[2];  /* the arena's parts */
     int64_t naive[2]; /* each value in a slot of its own */
     int64_t lower[2]; /* the most live at any one op: no plan needs less */
+    int64_t *live[2]; /* what is live during each op */
 } DlcMemPlan;
 
-/* Plans net's results; the outputs and the pinned values live to the end.
- * Without share, each value gets a slot of its own (for comparison). */
-void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, const DlcValue *const *pinned,
-                     int npinned, bool share, DlcMemPlan *plan);
+typedef enum DlcPlanKind {
+    DLC_PLAN_SHARED,  /* values share memory over time, and in place where the
+                         op allows it */
+    DLC_PLAN_OWN,     /* a slot of its own for each value (-fno-plan-memory) */
+    DLC_PLAN_MEASURE, /* the figures of SHARED (live, lower, naive) without
+                         placing anything: no offsets, no sizes */
+} DlcPlanKind;
+
+/* Plans net's results as the generated code runs it: the outputs and the
+ * gradient of each parameter live to the end (NAME_gradient shows them
+ * after NAME_gradients). */
+void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind, DlcMemPlan *plan);
 /* A planned value's offset in its part. */
 int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v);
+/* The gradient a training network computes for parameter p: the first
+ * operand of its update (or of its param_grad, before the optimizer pass);
+ * NULL for buffers and for networks without a backward pass. */
+const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p);
 
 #endif /* DLC_PASSES_H */

@@ -11,6 +11,12 @@
  * value whose live range meets its own (greedy by size, as TensorFlow
  * Lite's arena planner does); the arena is as large as the highest end.
  *
+ * An elementwise op (and a flatten or reshape) may write its result over
+ * an operand that dies at it (dlc_op_in_place): the result then takes the
+ * operand's memory, and the two are one interval from the operand's
+ * definition to the result's last reader (a ReLU's gradient over the
+ * incoming gradient, a residual add over one of its summands).
+ *
  * The lower bound is the most memory live at any one op: no placement can
  * do with less.  The naive sum is every value in a slot of its own, which
  * is what code generation did before this plan.  Values in a batch take
@@ -20,14 +26,18 @@
  *
  * Preconditions: the network verifies; its ops are in execution order. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "passes.h"
 
 typedef struct Interval {
     const DlcValue *v;
-    int first, last;   /* the ops between which it is live */
+    int first, last;   /* the ops between which it is live; for a host, its
+                          guests' ops too */
     int64_t size;      /* floats, or floats per sample */
     int64_t offset;    /* where the plan puts it */
+    bool kept;         /* read after the network has run */
+    struct Interval *host; /* the value whose memory it takes over in place */
 } Interval;
 
 static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
@@ -44,19 +54,17 @@ static int by_offset(const void *a, const void *b) {
     return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-/* One part's naive sum (a slot for every value) and lower bound (the most
- * live during any one op). */
-static void measure(Interval **list, int n, int nops, int64_t *naive, int64_t *lower,
-                    DlcArena *arena) {
-    *naive = *lower = 0;
+/* One part's memory live during each op, and the most of it (the lower
+ * bound), counting each host once for its guests. */
+static int64_t *measure(Interval **list, int n, int nops, int64_t *lower, DlcArena *arena) {
+    *lower = 0;
     int64_t *live = dlc_arena_alloc(arena, sizeof *live * (size_t)(nops + 1));
-    for (int i = 0; i < n; i++) {
-        *naive += list[i]->size;
+    for (int i = 0; i < n; i++)
         for (int k = list[i]->first; k <= list[i]->last; k++)
             live[k] += list[i]->size;
-    }
     for (int k = 0; k < nops; k++)
         *lower = live[k] > *lower ? live[k] : *lower;
+    return live;
 }
 
 /* Places one part's values (their offsets) and returns the part's size. */
@@ -106,11 +114,27 @@ static void check_placement(Interval **list, int n) {
         }
 }
 
-void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, const DlcValue *const *pinned,
-                     int npinned, bool share, DlcMemPlan *plan) {
+/* Where op i may put its result: over an operand that dies at it, when the
+ * op allows it and the two are alike (NULL otherwise). */
+static Interval *in_place_host(const DlcOp *op, int i, Interval *res, const DlcMap *index,
+                               Interval *all) {
+    if (!dlc_op_in_place(op))
+        return NULL;
+    for (int j = 0; j < op->nin - op->nparams; j++) {
+        intptr_t at = (intptr_t)dlc_map_get(index, op->in[j]->name);
+        Interval *u = at ? &all[at - 1] : NULL;
+        if (u && !u->kept && u->last == i && u->size == res->size &&
+            u->v->type.batched == res->v->type.batched)
+            return u->host ? u->host : u;
+    }
+    return NULL;
+}
+
+/* Every op result's interval, in op order, with in-place results joined to
+ * their hosts when share is set.  Returns how many. */
+static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interval **out) {
     DlcMap index; /* value name -> its interval + 1 */
     dlc_map_init(&index, arena);
-    dlc_map_init(&plan->offset, arena);
     int n = 0;
     for (int i = 0; i < net->nops; i++)
         n += net->ops[i]->nout;
@@ -119,7 +143,8 @@ void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, const DlcValue *con
     for (int i = 0; i < net->nops; i++)
         for (int r = 0; r < net->ops[i]->nout; r++) {
             const DlcValue *v = net->ops[i]->out[r];
-            all[n] = (Interval){v, i, i, round16(dlc_type_numel(&v->type)), 0};
+            all[n] = (Interval){.v = v, .first = i, .last = i,
+                                .size = round16(dlc_type_numel(&v->type))};
             dlc_map_put(&index, v->name, (void *)(intptr_t)(++n));
         }
     for (int i = 0; i < net->nops; i++)
@@ -128,24 +153,67 @@ void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, const DlcValue *con
             if (at)
                 all[at - 1].last = i;
         }
-    for (int i = 0; i < net->noutputs + npinned; i++) {
-        const DlcValue *v = i < net->noutputs ? net->outputs[i] : pinned[i - net->noutputs];
-        intptr_t at = (intptr_t)dlc_map_get(&index, v->name);
-        if (at)
+    /* the outputs, and the gradients that NAME_gradient shows */
+    for (int i = 0; i < net->noutputs + net->nparams; i++) {
+        const DlcValue *v = i < net->noutputs ? net->outputs[i]
+                                              : dlc_param_gradient(net, net->params[i - net->noutputs]);
+        intptr_t at = v ? (intptr_t)dlc_map_get(&index, v->name) : 0;
+        if (at) {
             all[at - 1].last = net->nops - 1;
+            all[at - 1].kept = true;
+        }
     }
+    for (int i = 0, k = 0; share && i < net->nops; k += net->ops[i]->nout, i++) {
+        Interval *res = &all[k];
+        Interval *host = net->ops[i]->nout == 1 ? in_place_host(net->ops[i], i, res, &index, all)
+                                                : NULL;
+        if (host) {
+            res->host = host;
+            host->last = res->last > host->last ? res->last : host->last;
+        }
+    }
+    *out = all;
+    return n;
+}
+
+void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind, DlcMemPlan *plan) {
+    Interval *all;
+    int n = intervals(arena, net, kind != DLC_PLAN_OWN, &all);
+    dlc_map_init(&plan->offset, arena);
     for (int part = 0; part < 2; part++) {
+        /* the part's values, and those of them that have memory of their own */
         Interval **list = dlc_arena_alloc(arena, sizeof *list * (size_t)(n + 1));
-        int m = 0;
+        Interval **own = dlc_arena_alloc(arena, sizeof *own * (size_t)(n + 1));
+        int m = 0, nown = 0;
+        plan->naive[part] = 0;
         for (int i = 0; i < n; i++)
-            if (all[i].v->type.batched == (part == 0))
+            if (all[i].v->type.batched == (part == 0)) {
                 list[m++] = &all[i];
-        measure(list, m, net->nops, &plan->naive[part], &plan->lower[part], arena);
-        plan->size[part] = place(list, m, share, arena);
-        check_placement(list, m);
-        for (int i = 0; i < m; i++)
-            dlc_map_put(&plan->offset, list[i]->v->name, (void *)(intptr_t)(list[i]->offset + 1));
+                plan->naive[part] += all[i].size;
+                if (!all[i].host)
+                    own[nown++] = &all[i];
+            }
+        plan->live[part] = measure(own, nown, net->nops, &plan->lower[part], arena);
+        plan->size[part] = 0;
+        if (kind == DLC_PLAN_MEASURE)
+            continue;
+        plan->size[part] = place(own, nown, kind == DLC_PLAN_SHARED, arena);
+        check_placement(own, nown);
+        for (int i = 0; i < m; i++) {
+            const Interval *at = list[i]->host ? list[i]->host : list[i];
+            dlc_map_put(&plan->offset, list[i]->v->name, (void *)(intptr_t)(at->offset + 1));
+        }
     }
+}
+
+const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p) {
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        bool consumes = dlc_op_is_update(op->kind) || op->kind == DLC_OP_PARAM_GRAD;
+        if (consumes && op->nparams > 0 && strcmp(op->in[op->nin - op->nparams]->name, p->name) == 0)
+            return op->in[0];
+    }
+    return NULL;
 }
 
 int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v) {

@@ -85,6 +85,11 @@ void DLRT_K(dlrt_batchnorm_forward_train)(int64_t n, int64_t c, int64_t hw, DLRT
                                           const DLRT_REAL *w, const DLRT_REAL *b,
                                           DLRT_REAL *running_mean, DLRT_REAL *running_var,
                                           DLRT_REAL *y, DLRT_REAL *mean, DLRT_REAL *invstd);
+/* The training forward's y again from the mean and invstd it returned,
+ * bit for bit (what the recompute pass emits instead of keeping y). */
+void DLRT_K(dlrt_batchnorm_normalize)(int64_t n, int64_t c, int64_t hw, const DLRT_REAL *x,
+                                      const DLRT_REAL *mean, const DLRT_REAL *invstd,
+                                      const DLRT_REAL *w, const DLRT_REAL *b, DLRT_REAL *y);
 void DLRT_K(dlrt_batchnorm_forward_eval)(int64_t n, int64_t c, int64_t hw, DLRT_REAL eps,
                                          const DLRT_REAL *x, const DLRT_REAL *w,
                                          const DLRT_REAL *b, const DLRT_REAL *running_mean,

@@ -84,8 +84,6 @@ static int64_t numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
 
 static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
 
-static const DlcValue *gradient_of(const DlcNetwork *tn, const DlcValue *p);
-
 /* A C identifier from an IR name: dots become underscores. */
 static const char *ident(Cpu *cpu, const char *name) {
     char *s = dlc_arena_strdup(&cpu->arena, name);
@@ -101,17 +99,6 @@ static void add_param(Cpu *cpu, const DlcValue *p) {
     dlc_map_put(&cpu->param_off, p->name, (void *)(intptr_t)(cpu->param_floats + 1));
     cpu->param_floats += round16(numel(p));
     DLC_PUSH(&cpu->arena, cpu->params, cpu->nparams, cpu->capparams, p);
-}
-
-/* The plan of a network's values; the training step's gradients stay
- * until the end, for NAME_gradient to show after NAME_gradients. */
-static void layout(Cpu *cpu, const DlcNetwork *net, bool share, DlcMemPlan *plan) {
-    const DlcValue **pinned = dlc_arena_alloc(&cpu->arena, sizeof *pinned * (size_t)(cpu->nparams + 1));
-    int npinned = 0;
-    for (int i = 0; net == cpu->train && i < cpu->nparams; i++)
-        if ((pinned[npinned] = gradient_of(net, cpu->params[i])))
-            npinned++;
-    dlc_plan_memory(&cpu->arena, net, pinned, npinned, share, plan);
 }
 
 /* The plan figures of the activation block, which both networks share:
@@ -293,8 +280,8 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         put(o, "    dlrt_globalavgpool_backward(n, %lld, %lld, a0, r0);\n",
             (long long)y->type.dims[0], (long long)(y->type.dims[1] * y->type.dims[2]));
         return true;
-    case DLC_OP_FLATTEN: case DLC_OP_RESHAPE:
-        put(o, "    memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
+    case DLC_OP_FLATTEN: case DLC_OP_RESHAPE: /* nothing to copy in place */
+        put(o, "    if (r0 != a0)\n        memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
         return true;
     case DLC_OP_CONCAT: {
         int axis = norm_axis(attr_i(op, "axis"), y->type.rank);
@@ -385,6 +372,13 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", c * hw);
         return true;
     }
+    case DLC_OP_BATCHNORM_NORMALIZE: {
+        long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
+        put(o, "    dlrt_batchnorm_normalize(n, %lld, %lld, a0, a1, a2, a3, a4, r0);\n", c, hw);
+        if (dlc_op_fused_relu(op))
+            put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", c * hw);
+        return true;
+    }
     case DLC_OP_BATCHNORM_GRAD_INPUT: case DLC_OP_BATCHNORM_GRAD_WEIGHT: {
         long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
         put(o, "    dlrt_batchnorm_backward_%s(n, %lld, %lld, a0, a1, a2, a3, %sr0);\n",
@@ -393,7 +387,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     }
     case DLC_OP_DROPOUT: /* inference: the identity */
-        put(o, "    memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
+        put(o, "    if (r0 != a0)\n        memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
         return true;
     case DLC_OP_DROPOUT_TRAIN:
         put(o, "    dlrt_dropout_forward(n * %lld, %s, seed, a0, r0, r1);\n", ne,
@@ -471,16 +465,19 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
             put(o, "%s", *p == '"' || *p == '\\' ? (*p == '"' ? "\\\"" : "\\\\") : (char[2]){*p, 0});
         put(o, "\"\n");
     }
+    /* the plan may give the result of an in-place op an operand's memory */
+    const char *restrict_kw = dlc_op_in_place(op) ? "" : "restrict ";
     put(o, "static void %s(int64_t n", fname);
     for (int i = 0; i < op->nin; i++) {
         const DlcValue *v = op->in[i];
         if (!v->type.batched && v->type.rank == 0 && v->kind == DLC_VAL_INPUT)
             put(o, ", %s a%d", ctype(cpu, v), i); /* a scalar input: lr, step */
         else
-            put(o, ", %s%s *restrict a%d", writes_operand(op, i) ? "" : "const ", ctype(cpu, v), i);
+            put(o, ", %s%s *%sa%d", writes_operand(op, i) ? "" : "const ", ctype(cpu, v),
+                restrict_kw, i);
     }
     for (int r = 0; r < op->nout; r++)
-        put(o, ", %s *restrict r%d", ctype(cpu, op->out[r]), r);
+        put(o, ", %s *%sr%d", ctype(cpu, op->out[r]), restrict_kw, r);
     if (uses_work(op))
         put(o, ", %s *restrict work, int threads", cpu->real);
     if (uses_seed(op))
@@ -617,19 +614,6 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
 
 /* ---- the API functions --------------------------------------------------- */
 
-/* The gradient the training step computes for parameter p: the first
- * operand of its update (or of its param_grad, without an optimizer); NULL
- * for buffers and parameters without one. */
-static const DlcValue *gradient_of(const DlcNetwork *tn, const DlcValue *p) {
-    for (int i = 0; i < tn->nops; i++) {
-        const DlcOp *op = tn->ops[i];
-        bool consumes = dlc_op_is_update(op->kind) || op->kind == DLC_OP_PARAM_GRAD;
-        if (consumes && op->nparams > 0 && strcmp(op->in[op->nin - op->nparams]->name, p->name) == 0)
-            return op->in[0];
-    }
-    return NULL;
-}
-
 /* train_step, and gradients/gradient: the same step without the update,
  * for gradient checks. */
 static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
@@ -655,7 +639,7 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
     put(o, "DlrtTensor %s_gradient(%s *net, int i) {\n"
            "    static const int64_t at[%d] = {", p, T, cpu->nparams ? cpu->nparams : 1);
     for (int i = 0; i < cpu->nparams; i++) {
-        const DlcValue *g = gradient_of(tn, cpu->params[i]);
+        const DlcValue *g = dlc_param_gradient(tn, cpu->params[i]);
         int64_t off = g ? dlc_plan_offset(st, g) : -1;
         put(o, "%s%lld", i ? ", " : "", (long long)off);
     }
@@ -1048,10 +1032,10 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         }
 
     DlcMemPlan si, st;
-    bool share = !opt || opt->plan_memory;
-    layout(&cpu, net, share, &si);
+    DlcPlanKind kind = !opt || opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
+    dlc_plan_memory(&cpu.arena, net, kind, &si);
     if (cpu.train)
-        layout(&cpu, cpu.train, share, &st);
+        dlc_plan_memory(&cpu.arena, cpu.train, kind, &st);
 
     char hname[300], cname[300];
     snprintf(hname, sizeof hname, "%s.h", pre);
@@ -1114,7 +1098,8 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
     return ok;
 }
 
-static const char *const cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse", NULL};
+static const char *const cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse",
+                                            "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "c",

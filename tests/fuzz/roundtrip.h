@@ -36,14 +36,14 @@ static void check_module(DlcCtx *ctx, DlcModule *m) {
     if (!dlc_verify(ctx, m))
         dlc_unreachable("a module that was accepted does not verify");
     for (int i = 0; dlc_default_pipeline[i]; i++) {
-        dlc_pass_lookup(dlc_default_pipeline[i])->run(ctx, m);
+        dlc_pass_lookup(dlc_default_pipeline[i])->run(ctx, m, &(DlcPassOptions){0});
         if (!dlc_verify(ctx, m))
             dlc_unreachable("pass %s broke the module", dlc_default_pipeline[i]);
     }
     /* autodiff may refuse a network (an op without a gradient rule), but
        what it builds must be valid */
     int errors = ctx->nerrors;
-    if (dlc_pass_autodiff(ctx, m) && ctx->nerrors == errors && !dlc_verify(ctx, m))
+    if (dlc_pass_autodiff(ctx, m, &(DlcPassOptions){0}) && ctx->nerrors == errors && !dlc_verify(ctx, m))
         dlc_unreachable("autodiff built a module that does not verify");
     if (ctx->nerrors > errors)
         return;

@@ -1,0 +1,347 @@
+/* recompute.c — meets --mem-budget by computing cheap forward values again
+ * in the backward pass instead of keeping them.
+ *
+ * A training step keeps the forward values that the backward pass reads
+ * until it reads them, so its memory peaks where the backward pass begins.
+ * A value whose op is cheap (an activation, pooling, concat, add, LRN, a
+ * reshape, batchnorm from the statistics it saved, dropout from its mask)
+ * need not be kept across that gap when its operands are live anyway at
+ * the backward reader: a copy of the op just before that reader computes
+ * it again, bit for bit, and the readers from there on read the copy.
+ *
+ *   %p = maxpool(%r)                             %p = maxpool(%r)
+ *   ...                                          ...
+ *   %g = conv2d_grad_weight(%dy, %p)      =>     %p.recomputed = maxpool(%r)
+ *   ...                                          %g = conv2d_grad_weight(%dy, %p.recomputed)
+ *   %dr = maxpool_grad(%dp, %r)                  ...
+ *
+ * The pass is greedy.  While a network needs more than the budget
+ * (parameters and optimizer state, plus its activations as
+ * passes/plan_memory.c places them at the train section's batch size), it
+ * takes the op during which the most memory is live (the peak) and
+ * recomputes the largest value live across it that qualifies.  A copy only
+ * ever reads values that are live where it runs, so no op's live set grows.
+ * When no value at the peak qualifies, the pass fails, naming the values
+ * live there, largest first.  batchnorm_train and dropout_train draw or
+ * update state, so their results are recomputed by batchnorm_normalize
+ * (from the mean and invstd they returned) and dropout_grad (x times the
+ * mask).  A ReLU fused into a convolution is not cheap: the convolution is
+ * not recomputed.
+ *
+ * Without a budget the pass does nothing.  It is the last pass of the C
+ * target's pipeline: CSE after it would merge the copies back.
+ *
+ * Preconditions: the module verifies; ops are in execution order. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "passes.h"
+
+/* One network's memory at one batch size, as it stands. */
+typedef struct Step {
+    DlcModule *m;
+    DlcNetwork *net;
+    int64_t batch, elem;  /* samples; bytes per element */
+    int64_t fixed;        /* bytes of parameters and optimizer state */
+    DlcMap last;          /* op result name -> last op that needs it + 1 */
+    int64_t *live;        /* bytes of batched values live during each op */
+    int64_t unbatched;    /* the most bytes of other values (the parameters'
+                             gradients, the loss) live during any op: the
+                             plan keeps them in a part of their own */
+} Step;
+
+static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
+
+static int64_t value_bytes(const Step *s, const DlcValue *v) {
+    return round16(dlc_type_numel(&v->type)) * (v->type.batched ? s->batch : 1) * s->elem;
+}
+
+static int last_use(const Step *s, const DlcValue *v) {
+    return (int)(intptr_t)dlc_map_get(&s->last, v->name) - 1;
+}
+
+/* Each op result's last use (the end for outputs and parameter gradients,
+ * as the plan has it) and the bytes live during each op. */
+static void analyse(Step *s) {
+    DlcNetwork *net = s->net;
+    dlc_map_init(&s->last, &s->m->arena);
+    for (int i = 0; i < net->nops; i++)
+        for (int r = 0; r < net->ops[i]->nout; r++)
+            dlc_map_put(&s->last, net->ops[i]->out[r]->name, (void *)(intptr_t)(i + 1));
+    for (int i = 0; i < net->nops; i++)
+        for (int j = 0; j < net->ops[i]->nin; j++)
+            if (net->ops[i]->in[j]->kind == DLC_VAL_OP)
+                dlc_map_put(&s->last, net->ops[i]->in[j]->name, (void *)(intptr_t)(i + 1));
+    for (int i = 0; i < net->noutputs; i++)
+        dlc_map_put(&s->last, net->outputs[i]->name, (void *)(intptr_t)net->nops);
+    for (int i = 0; i < net->nparams; i++) {
+        const DlcValue *g = dlc_param_gradient(net, net->params[i]);
+        if (g && g->kind == DLC_VAL_OP)
+            dlc_map_put(&s->last, g->name, (void *)(intptr_t)net->nops);
+    }
+    /* what is live as the plan counts it, with its in-place sharing */
+    DlcMemPlan plan;
+    dlc_plan_memory(&s->m->arena, net, DLC_PLAN_MEASURE, &plan);
+    s->live = plan.live[0];
+    for (int k = 0; k < net->nops; k++)
+        s->live[k] *= s->batch * s->elem;
+    s->unbatched = plan.lower[1] * s->elem;
+}
+
+static int peak(const Step *s) {
+    int p = 0;
+    for (int i = 1; i < s->net->nops; i++)
+        if (s->live[i] > s->live[p])
+            p = i;
+    return p;
+}
+
+/* The bytes the network needs as the plan places its values. */
+static int64_t placed_bytes(Step *s) {
+    DlcMemPlan plan;
+    dlc_plan_memory(&s->m->arena, s->net, DLC_PLAN_SHARED, &plan);
+    return s->fixed + (plan.size[0] * s->batch + plan.size[1]) * s->elem;
+}
+
+static bool reads(const DlcOp *op, const DlcValue *v) {
+    for (int j = 0; j < op->nin; j++)
+        if (op->in[j] == v)
+            return true;
+    return false;
+}
+
+/* The op that computes v again, and its operands (tensors, then
+ * parameters); false when v is not cheap to recompute. */
+typedef struct Copy {
+    DlcOpKind kind;
+    DlcValue *in[8];
+    int nin, nparams;
+    DlcAttr attrs[DLC_MAX_ATTRS];
+} Copy;
+
+static bool copy_of(const DlcValue *v, Copy *c) {
+    const DlcOp *d = v->def;
+    memset(c, 0, sizeof *c);
+    c->kind = d->kind;
+    memcpy(c->attrs, d->attrs, sizeof c->attrs);
+    switch (d->kind) {
+    case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: case DLC_OP_LEAKY_RELU:
+    case DLC_OP_ADD: case DLC_OP_MAXPOOL: case DLC_OP_AVGPOOL: case DLC_OP_GLOBALAVGPOOL:
+    case DLC_OP_FLATTEN: case DLC_OP_RESHAPE: case DLC_OP_CONCAT: case DLC_OP_LRN:
+    case DLC_OP_BATCHNORM_NORMALIZE:
+        if (d->nin > (int)(sizeof c->in / sizeof *c->in))
+            return false;
+        memcpy(c->in, d->in, sizeof *d->in * (size_t)d->nin);
+        c->nin = d->nin, c->nparams = d->nparams;
+        return true;
+    case DLC_OP_BATCHNORM_TRAIN: /* (x, @w, @b, @mean, @var) -> (y, mean, invstd) */
+        if (v->result != 0)
+            return false;
+        c->kind = DLC_OP_BATCHNORM_NORMALIZE;
+        memset(c->attrs, 0, sizeof c->attrs);
+        dlc_op_fill_defaults(c->kind, c->attrs);
+        c->attrs[dlc_op_attr_index(c->kind, "relu")].b = dlc_op_fused_relu(d);
+        DlcValue *in[] = {d->in[0], d->out[1], d->out[2], d->in[1], d->in[2]};
+        memcpy(c->in, in, sizeof in);
+        c->nin = 5, c->nparams = 2;
+        return true;
+    case DLC_OP_DROPOUT_TRAIN: /* (x) -> (y, mask) */
+        if (v->result != 0)
+            return false;
+        c->kind = DLC_OP_DROPOUT_GRAD;
+        memset(c->attrs, 0, sizeof c->attrs);
+        c->in[0] = d->in[0], c->in[1] = d->out[1];
+        c->nin = 2;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether an op between from and to (exclusive) updates parameter p in
+ * place: a weight update, or batchnorm_train's running statistics. */
+static bool updated_between(const DlcNetwork *net, const DlcValue *p, int from, int to) {
+    for (int i = from + 1; i < to; i++) {
+        const DlcOp *op = net->ops[i];
+        if (!dlc_op_is_update(op->kind) && op->kind != DLC_OP_BATCHNORM_TRAIN)
+            continue;
+        for (int j = op->nin - op->nparams; j < op->nin; j++)
+            if (op->in[j] == p)
+                return true;
+    }
+    return false;
+}
+
+/* Whether the copy can run just before op `at` reading only what is there
+ * anyway: its tensor operands live at `at`, its parameters as they were. */
+static bool operands_there(const Step *s, const Copy *c, int def, int at) {
+    for (int j = 0; j < c->nin; j++) {
+        const DlcValue *u = c->in[j];
+        if (u->kind == DLC_VAL_PARAM ? updated_between(s->net, u, def, at)
+                                     : u->kind == DLC_VAL_OP && last_use(s, u) < at)
+            return false;
+    }
+    return true;
+}
+
+/* The first op after `after` that reads v; -1 if none does. */
+static int next_reader(const DlcNetwork *net, const DlcValue *v, int after) {
+    for (int i = after + 1; i < net->nops; i++)
+        if (reads(net->ops[i], v))
+            return i;
+    return -1;
+}
+
+/* The largest value live during op p that can be recomputed before its
+ * next reader after p (returned in *at); NULL if there is none. */
+static DlcValue *choose(const Step *s, int p, int *at) {
+    DlcValue *best = NULL;
+    for (int i = 0; i < p; i++)
+        for (int r = 0; r < s->net->ops[i]->nout; r++) {
+            DlcValue *v = s->net->ops[i]->out[r];
+            Copy c;
+            if (last_use(s, v) <= p || reads(s->net->ops[p], v) || !copy_of(v, &c))
+                continue;
+            int next = next_reader(s->net, v, p);
+            if (next < 0 || !operands_there(s, &c, i, next))
+                continue;
+            if (!best || value_bytes(s, v) > value_bytes(s, best))
+                best = v, *at = next;
+        }
+    return best;
+}
+
+/* Puts a copy of v's op before op `at`; the readers from there on, and the
+ * outputs, read the copy. */
+static void recompute(Step *s, DlcValue *v, int at) {
+    DlcNetwork *net = s->net;
+    Copy c;
+    copy_of(v, &c);
+    const char *name = dlc_network_unique_name(
+        s->m, net, dlc_arena_printf(&s->m->arena, "%s.recomputed", v->name));
+    DlcOp *op = dlc_network_add_op(s->m, net, c.kind, c.in, c.nin, c.nparams, c.attrs, &v->type,
+                                   &name, 1, v->def->loc);
+    if (!op)
+        dlc_unreachable("recompute: cannot add a copy of '%s'", v->name);
+    memmove(net->ops + at + 1, net->ops + at, sizeof *net->ops * (size_t)(net->nops - 1 - at));
+    net->ops[at] = op;
+    for (int i = at + 1; i < net->nops; i++)
+        for (int j = 0; j < net->ops[i]->nin; j++)
+            if (net->ops[i]->in[j] == v)
+                net->ops[i]->in[j] = op->out[0];
+    for (int i = 0; i < net->noutputs; i++)
+        if (net->outputs[i] == v)
+            net->outputs[i] = op->out[0];
+}
+
+/* bytes for a message: in KiB, MiB or GiB, whichever reads best */
+static const char *size_text(DlcArena *a, int64_t bytes) {
+    double b = (double)bytes;
+    if (b < 1 << 20)
+        return dlc_arena_printf(a, "%.1f KiB", b / (1 << 10));
+    if (b < 1 << 30)
+        return dlc_arena_printf(a, "%.1f MiB", b / (1 << 20));
+    return dlc_arena_printf(a, "%.2f GiB", b / (1 << 30));
+}
+
+static int by_bytes_desc(const void *a, const void *b) {
+    int64_t x = ((const int64_t *)a)[0], y = ((const int64_t *)b)[0];
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* The error when the budget cannot be met: the op at the peak, then the
+ * values live there, largest first. */
+static void report(DlcCtx *ctx, Step *s, int p, int64_t need, int64_t budget) {
+    DlcNetwork *net = s->net;
+    DlcArena *a = &s->m->arena;
+    const DlcOp *op = net->ops[p];
+    int64_t least = s->fixed + s->unbatched + s->live[p];
+    dlc_error(ctx, op->loc,
+              "network '%s' needs %s at batch %lld, over the memory budget of %s "
+              "(--mem-budget): %s of parameters and optimizer state, %s of their gradients "
+              "and other values without a batch dimension, and %s of batched values live "
+              "during '%s' (op %d), where nothing more can be recomputed%s",
+              net->name, size_text(a, need), (long long)s->batch, size_text(a, budget),
+              size_text(a, s->fixed), size_text(a, s->unbatched), size_text(a, s->live[p]),
+              dlc_op_info(op->kind)->name, p,
+              need > least ? dlc_arena_printf(a, " (%s when placed in memory)", size_text(a, need - least)) : "");
+    /* (bytes, index of the op, result) of each batched value live during op p */
+    int64_t (*live)[3] = dlc_arena_alloc(a, sizeof *live * (size_t)(p + 1) * DLC_MAX_RESULTS);
+    int n = 0;
+    for (int i = 0; i <= p; i++)
+        for (int r = 0; r < net->ops[i]->nout; r++)
+            if (net->ops[i]->out[r]->type.batched && last_use(s, net->ops[i]->out[r]) >= p) {
+                live[n][0] = value_bytes(s, net->ops[i]->out[r]);
+                live[n][1] = i, live[n][2] = r;
+                n++;
+            }
+    qsort(live, (size_t)n, sizeof *live, by_bytes_desc);
+    int shown = n < 8 ? n : 8;
+    for (int k = 0; k < shown; k++) {
+        const DlcValue *v = net->ops[live[k][1]]->out[live[k][2]];
+        char t[DLC_TYPE_STR_MAX];
+        dlc_note(ctx, v->loc, "live there: %%%s, %s, %s", v->name,
+                 dlc_type_str(&v->type, t, sizeof t), size_text(a, live[k][0]));
+    }
+    if (n > shown) {
+        int64_t rest = 0;
+        for (int k = shown; k < n; k++)
+            rest += live[k][0];
+        dlc_note(ctx, DLC_NOLOC, "and %d more values live there, %s in all", n - shown,
+                 size_text(a, rest));
+    }
+}
+
+/* The batch size a network's memory is counted at: its train section's
+ * (NAME.train is trained by NAME's), else 64, the program's default. */
+static int64_t batch_of(const DlcModule *m, const DlcNetwork *net) {
+    size_t len = strlen(net->name);
+    char *base = dlc_arena_strdup((DlcArena *)&m->arena, net->name);
+    if (len > 6 && strcmp(base + len - 6, ".train") == 0)
+        base[len - 6] = 0;
+    const DlcTrain *t = dlc_module_find_train(m, base);
+    const DlcCfg *b = t ? dlc_train_get(t, "batch") : NULL;
+    return b && b->kind == DLC_CFG_INT ? b->i : 64;
+}
+
+static bool fit(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, int64_t budget) {
+    Step s = {.m = m, .net = net, .batch = batch_of(m, net), .elem = 4};
+    if (net->ninputs > 0 && net->inputs[0]->type.dtype == DLC_F64)
+        s.elem = 8;
+    for (int i = 0; i < net->nparams; i++)
+        s.fixed += round16(dlc_type_numel(&net->params[i]->type)) * s.elem;
+    if (net->nops == 0) {
+        if (s.fixed <= budget)
+            return true;
+        dlc_error(ctx, net->loc, "network '%s' needs %s of parameters, over the memory budget "
+                  "of %s (--mem-budget)", net->name, size_text(&m->arena, s.fixed),
+                  size_text(&m->arena, budget));
+        return false;
+    }
+    /* each round takes one value off the peak; a bound keeps a planner bug
+       from looping */
+    for (int round = 0; round <= 4 * net->nops + 4; round++) {
+        analyse(&s);
+        int p = peak(&s), at = 0;
+        int64_t least = s.fixed + s.unbatched + s.live[p], placed = least;
+        if (least <= budget && (placed = placed_bytes(&s)) <= budget)
+            return true;
+        DlcValue *v = choose(&s, p, &at);
+        if (!v) {
+            report(ctx, &s, p, placed, budget);
+            return false;
+        }
+        recompute(&s, v, at);
+    }
+    dlc_unreachable("recompute: no progress on '%s'", net->name);
+}
+
+bool dlc_pass_recompute(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
+    if (!opt || opt->mem_budget <= 0)
+        return true;
+    bool ok = true;
+    for (int i = 0; i < m->nnetworks; i++)
+        ok &= fit(ctx, m, m->networks[i], opt->mem_budget);
+    return ok;
+}
