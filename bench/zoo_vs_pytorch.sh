@@ -55,18 +55,8 @@ done
 # OpenBLAS 0.3.21 takes AVX-512 Xeons for its generic Prescott target; the
 # peer gets the core type it should have (PyTorch at its best).  dlc runs
 # with whatever OpenBLAS picks by itself.
-corename() {
-    "$python" -c 'import ctypes; l = ctypes.CDLL("libopenblas.so.0")
-l.openblas_get_corename.restype = ctypes.c_char_p
-print(l.openblas_get_corename().decode())'
-}
-core=$(corename)
-peer_core=$core
-if [ "${core,,}" = prescott ]; then
-    if grep -qw avx512f /proc/cpuinfo; then peer_core=SkylakeX
-    elif grep -qw avx2 /proc/cpuinfo; then peer_core=Haswell
-    fi
-fi
+. bench/lib.sh
+openblas_cores "$python"
 
 # one measurement: who (dlc or torch), model, batch, run; leaves
 # $tmp/who-model-batch-run.{json,kib} or, on failure, .err
