@@ -23,3 +23,17 @@ print(l.openblas_get_corename().decode())')
         fi
     fi
 }
+
+# timed_run BASE LABEL CMD...: runs CMD with its standard output in BASE.out,
+# its standard error in BASE.log and its peak resident memory (KiB, from GNU
+# time) in BASE.kib.  When CMD fails, writes the end of its log to BASE.err,
+# removes BASE.json, says so on standard error and returns 1.
+timed_run() {
+    local base=$1 label=$2
+    shift 2
+    /usr/bin/time -f %M -o "$base.kib" "$@" >"$base.out" 2>"$base.log" && return 0
+    { tail -n 3 "$base.log"; tail -n 1 "$base.kib"; } | tr '\n' ' ' >"$base.err"
+    rm -f "$base.json"
+    echo "  $label failed: $(cat "$base.err")" >&2
+    return 1
+}

@@ -152,15 +152,11 @@ measure() {
         ort|openvino|tvm) cmd=("$venv" bench/peers/ort_peer.py bench --runtime "$system"
                                --model "$model" "${flags[@]}") ;;
     esac
-    if /usr/bin/time -f %M -o "$base.kib" "${cmd[@]}" >"$base.out" 2>"$base.log"; then
+    if timed_run "$base" "$system $case" "${cmd[@]}"; then
         case "$system" in
             dlc*) ;;
             *) tail -n 1 "$base.out" >"$base.json" ;;
         esac
-    else
-        { tail -n 3 "$base.log"; tail -n 1 "$base.kib"; } | tr '\n' ' ' >"$base.err"
-        rm -f "$base.json"
-        echo "  $system $case failed: $(cat "$base.err")" >&2
     fi
 }
 

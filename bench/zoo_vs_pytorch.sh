@@ -72,12 +72,8 @@ measure() {
              --model "$model" --mode train --threads "$threads" --batch "$batch"
              --iters "$iters" --warmup 1 --lr "$lr")
     fi
-    if /usr/bin/time -f %M -o "$base.kib" "${cmd[@]}" >"$base.out" 2>"$base.log"; then
+    if timed_run "$base" "$who $model batch $batch" "${cmd[@]}"; then
         [ "$who" = dlc ] || mv "$base.out" "$base.json"
-    else
-        { tail -n 3 "$base.log"; tail -n 1 "$base.kib"; } | tr '\n' ' ' >"$base.err"
-        rm -f "$base.json"
-        echo "  $who $model batch $batch failed: $(cat "$base.err")" >&2
     fi
 }
 

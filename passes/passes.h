@@ -46,6 +46,9 @@ typedef struct DlcMemPlan {
     int64_t naive[2]; /* each value in a slot of its own */
     int64_t lower[2]; /* the most live at any one op: no plan needs less */
     int64_t *live[2]; /* what is live during each op */
+    DlcMap last;      /* op result name -> the last op that needs it + 1 (the
+                         end for outputs and parameter gradients), before
+                         in-place sharing joins it to another value */
 } DlcMemPlan;
 
 typedef enum DlcPlanKind {
@@ -60,6 +63,11 @@ typedef enum DlcPlanKind {
  * gradient of each parameter live to the end (NAME_gradient shows them
  * after NAME_gradients). */
 void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind, DlcMemPlan *plan);
+/* The elements a value (or parameter) takes in the arena: numel rounded up
+ * to 16, so that every buffer starts 64-byte aligned. */
+int64_t dlc_plan_elements(const DlcValue *v);
+/* The last op that needs an op result, as the plan counts it. */
+int dlc_plan_last_use(const DlcMemPlan *plan, const DlcValue *v);
 /* A planned value's offset in its part. */
 int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v);
 /* The gradient a training network computes for parameter p: the first

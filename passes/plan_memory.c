@@ -40,7 +40,9 @@ typedef struct Interval {
     struct Interval *host; /* the value whose memory it takes over in place */
 } Interval;
 
-static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
+int64_t dlc_plan_elements(const DlcValue *v) {
+    return (dlc_type_numel(&v->type) + 15) & ~(int64_t)15;
+}
 
 static int by_size_then_start(const void *a, const void *b) {
     const Interval *x = *(const Interval *const *)a, *y = *(const Interval *const *)b;
@@ -131,8 +133,10 @@ static Interval *in_place_host(const DlcOp *op, int i, Interval *res, const DlcM
 }
 
 /* Every op result's interval, in op order, with in-place results joined to
- * their hosts when share is set.  Returns how many. */
-static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interval **out) {
+ * their hosts when share is set; each one's own last use in *last.  Returns
+ * how many. */
+static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interval **out,
+                     DlcMap *last) {
     DlcMap index; /* value name -> its interval + 1 */
     dlc_map_init(&index, arena);
     int n = 0;
@@ -144,7 +148,7 @@ static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interva
         for (int r = 0; r < net->ops[i]->nout; r++) {
             const DlcValue *v = net->ops[i]->out[r];
             all[n] = (Interval){.v = v, .first = i, .last = i,
-                                .size = round16(dlc_type_numel(&v->type))};
+                                .size = dlc_plan_elements(v)};
             dlc_map_put(&index, v->name, (void *)(intptr_t)(++n));
         }
     for (int i = 0; i < net->nops; i++)
@@ -163,6 +167,9 @@ static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interva
             all[at - 1].kept = true;
         }
     }
+    dlc_map_init(last, arena);
+    for (int i = 0; i < n; i++)
+        dlc_map_put(last, all[i].v->name, (void *)(intptr_t)(all[i].last + 1));
     for (int i = 0, k = 0; share && i < net->nops; k += net->ops[i]->nout, i++) {
         Interval *res = &all[k];
         Interval *host = net->ops[i]->nout == 1 ? in_place_host(net->ops[i], i, res, &index, all)
@@ -178,7 +185,7 @@ static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interva
 
 void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind, DlcMemPlan *plan) {
     Interval *all;
-    int n = intervals(arena, net, kind != DLC_PLAN_OWN, &all);
+    int n = intervals(arena, net, kind != DLC_PLAN_OWN, &all, &plan->last);
     dlc_map_init(&plan->offset, arena);
     for (int part = 0; part < 2; part++) {
         /* the part's values, and those of them that have memory of their own */
@@ -214,6 +221,10 @@ const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p) {
             return op->in[0];
     }
     return NULL;
+}
+
+int dlc_plan_last_use(const DlcMemPlan *plan, const DlcValue *v) {
+    return (int)(intptr_t)dlc_map_get(&plan->last, v->name) - 1;
 }
 
 int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v) {

@@ -44,49 +44,29 @@ typedef struct Step {
     DlcNetwork *net;
     int64_t batch, elem;  /* samples; bytes per element */
     int64_t fixed;        /* bytes of parameters and optimizer state */
-    DlcMap last;          /* op result name -> last op that needs it + 1 */
+    DlcMemPlan plan;      /* measured: the last uses, what is live */
     int64_t *live;        /* bytes of batched values live during each op */
     int64_t unbatched;    /* the most bytes of other values (the parameters'
                              gradients, the loss) live during any op: the
                              plan keeps them in a part of their own */
 } Step;
 
-static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
-
 static int64_t value_bytes(const Step *s, const DlcValue *v) {
-    return round16(dlc_type_numel(&v->type)) * (v->type.batched ? s->batch : 1) * s->elem;
+    return dlc_plan_elements(v) * (v->type.batched ? s->batch : 1) * s->elem;
 }
 
 static int last_use(const Step *s, const DlcValue *v) {
-    return (int)(intptr_t)dlc_map_get(&s->last, v->name) - 1;
+    return dlc_plan_last_use(&s->plan, v);
 }
 
-/* Each op result's last use (the end for outputs and parameter gradients,
- * as the plan has it) and the bytes live during each op. */
+/* Each op result's last use and the bytes live during each op, as the
+ * plan counts them (with its in-place sharing). */
 static void analyse(Step *s) {
-    DlcNetwork *net = s->net;
-    dlc_map_init(&s->last, &s->m->arena);
-    for (int i = 0; i < net->nops; i++)
-        for (int r = 0; r < net->ops[i]->nout; r++)
-            dlc_map_put(&s->last, net->ops[i]->out[r]->name, (void *)(intptr_t)(i + 1));
-    for (int i = 0; i < net->nops; i++)
-        for (int j = 0; j < net->ops[i]->nin; j++)
-            if (net->ops[i]->in[j]->kind == DLC_VAL_OP)
-                dlc_map_put(&s->last, net->ops[i]->in[j]->name, (void *)(intptr_t)(i + 1));
-    for (int i = 0; i < net->noutputs; i++)
-        dlc_map_put(&s->last, net->outputs[i]->name, (void *)(intptr_t)net->nops);
-    for (int i = 0; i < net->nparams; i++) {
-        const DlcValue *g = dlc_param_gradient(net, net->params[i]);
-        if (g && g->kind == DLC_VAL_OP)
-            dlc_map_put(&s->last, g->name, (void *)(intptr_t)net->nops);
-    }
-    /* what is live as the plan counts it, with its in-place sharing */
-    DlcMemPlan plan;
-    dlc_plan_memory(&s->m->arena, net, DLC_PLAN_MEASURE, &plan);
-    s->live = plan.live[0];
-    for (int k = 0; k < net->nops; k++)
+    dlc_plan_memory(&s->m->arena, s->net, DLC_PLAN_MEASURE, &s->plan);
+    s->live = s->plan.live[0];
+    for (int k = 0; k < s->net->nops; k++)
         s->live[k] *= s->batch * s->elem;
-    s->unbatched = plan.lower[1] * s->elem;
+    s->unbatched = s->plan.lower[1] * s->elem;
 }
 
 static int peak(const Step *s) {
@@ -310,7 +290,7 @@ static bool fit(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, int64_t budget) {
     if (net->ninputs > 0 && net->inputs[0]->type.dtype == DLC_F64)
         s.elem = 8;
     for (int i = 0; i < net->nparams; i++)
-        s.fixed += round16(dlc_type_numel(&net->params[i]->type)) * s.elem;
+        s.fixed += dlc_plan_elements(net->params[i]) * s.elem;
     if (net->nops == 0) {
         if (s.fixed <= budget)
             return true;

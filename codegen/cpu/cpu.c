@@ -82,8 +82,6 @@ typedef struct Cpu {
 
 static int64_t numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
 
-static int64_t round16(int64_t x) { return (x + 15) & ~(int64_t)15; }
-
 /* A C identifier from an IR name: dots become underscores. */
 static const char *ident(Cpu *cpu, const char *name) {
     char *s = dlc_arena_strdup(&cpu->arena, name);
@@ -97,7 +95,7 @@ static void add_param(Cpu *cpu, const DlcValue *p) {
     if (dlc_map_get(&cpu->param_off, p->name))
         return;
     dlc_map_put(&cpu->param_off, p->name, (void *)(intptr_t)(cpu->param_floats + 1));
-    cpu->param_floats += round16(numel(p));
+    cpu->param_floats += dlc_plan_elements(p);
     DLC_PUSH(&cpu->arena, cpu->params, cpu->nparams, cpu->capparams, p);
 }
 
@@ -360,21 +358,16 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             cfloat(cpu, attr_f(op, "beta1")), cfloat(cpu, attr_f(op, "beta2")),
             cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "weight_decay")));
         return true;
-    case DLC_OP_BATCHNORM: case DLC_OP_BATCHNORM_TRAIN: {
+    case DLC_OP_BATCHNORM: case DLC_OP_BATCHNORM_TRAIN: case DLC_OP_BATCHNORM_NORMALIZE: {
         long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
         if (op->kind == DLC_OP_BATCHNORM)
             put(o, "    dlrt_batchnorm_forward_eval(n, %lld, %lld, %s, a0, a1, a2, a3, a4, r0);\n", c,
                 hw, cfloat(cpu, attr_f(op, "eps")));
-        else
+        else if (op->kind == DLC_OP_BATCHNORM_TRAIN)
             put(o, "    dlrt_batchnorm_forward_train(n, %lld, %lld, %s, %s, a0, a1, a2, a3, a4, r0, r1, r2);\n",
                 c, hw, cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "momentum")));
-        if (dlc_op_fused_relu(op))
-            put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", c * hw);
-        return true;
-    }
-    case DLC_OP_BATCHNORM_NORMALIZE: {
-        long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
-        put(o, "    dlrt_batchnorm_normalize(n, %lld, %lld, a0, a1, a2, a3, a4, r0);\n", c, hw);
+        else
+            put(o, "    dlrt_batchnorm_normalize(n, %lld, %lld, a0, a1, a2, a3, a4, r0);\n", c, hw);
         if (dlc_op_fused_relu(op))
             put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", c * hw);
         return true;
