@@ -369,8 +369,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     const DlcNetwork *net = NULL;
     for (int i = 0; i < m->nnetworks; i++) {
         const char *name = m->networks[i]->name;
-        size_t len = strlen(name);
-        if (len > 6 && strcmp(name + len - 6, ".train") == 0)
+        if (dlc_is_train_network(name, NULL))
             continue;
         if (net) {
             dlc_error(ctx, m->networks[i]->loc, "a program is built from one network; this file "

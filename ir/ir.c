@@ -31,6 +31,15 @@ DlcNetwork *dlc_module_find_network(const DlcModule *m, const char *name) {
     return NULL;
 }
 
+bool dlc_is_train_network(const char *name, size_t *base_len) {
+    size_t len = strlen(name);
+    if (len <= 6 || strcmp(name + len - 6, ".train") != 0)
+        return false;
+    if (base_len)
+        *base_len = len - 6;
+    return true;
+}
+
 DlcNetwork *dlc_network_new(DlcModule *m, const char *name, DlcLoc loc) {
     DlcNetwork *net = dlc_arena_alloc(&m->arena, sizeof *net);
     net->name = dlc_arena_strdup(&m->arena, name);

@@ -448,6 +448,9 @@ typedef struct DlcModule {
 DlcModule *dlc_module_new(DlcCtx *ctx);
 void dlc_module_free(DlcModule *m);
 DlcNetwork *dlc_module_find_network(const DlcModule *m, const char *name);
+/* Whether name is that of a training step autodiff built (NAME.train); the
+ * length of NAME in *base_len when it is and base_len is not NULL. */
+bool dlc_is_train_network(const char *name, size_t *base_len);
 
 /* The builder.  Names must be unique in the network: the builder makes a
  * name unique by appending .1, .2, ... when `uniquify` is set, and otherwise

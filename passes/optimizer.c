@@ -121,11 +121,11 @@ bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
     bool ok = true;
     for (int i = 0; i < m->nnetworks; i++) {
         DlcNetwork *net = m->networks[i];
-        size_t len = strlen(net->name);
-        if (len <= 6 || strcmp(net->name + len - 6, ".train") != 0)
+        size_t len;
+        if (!dlc_is_train_network(net->name, &len))
             continue;
         char base[256];
-        snprintf(base, sizeof base, "%.*s", (int)(len - 6), net->name);
+        snprintf(base, sizeof base, "%.*s", (int)len, net->name);
         ok &= optimize_network(ctx, m, net, dlc_module_find_train(m, base));
     }
     return ok;

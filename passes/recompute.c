@@ -276,10 +276,10 @@ static void report(DlcCtx *ctx, Step *s, int p, int64_t need, int64_t budget) {
 /* The batch size a network's memory is counted at: its train section's
  * (NAME.train is trained by NAME's), else 64, the program's default. */
 static int64_t batch_of(const DlcModule *m, const DlcNetwork *net) {
-    size_t len = strlen(net->name);
     char *base = dlc_arena_strdup((DlcArena *)&m->arena, net->name);
-    if (len > 6 && strcmp(base + len - 6, ".train") == 0)
-        base[len - 6] = 0;
+    size_t len;
+    if (dlc_is_train_network(base, &len))
+        base[len] = 0;
     const DlcTrain *t = dlc_module_find_train(m, base);
     const DlcCfg *b = t ? dlc_train_get(t, "batch") : NULL;
     return b && b->kind == DLC_CFG_INT ? b->i : 64;

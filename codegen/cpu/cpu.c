@@ -1082,9 +1082,7 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
                      const char *dir) {
     bool ok = true;
     for (int i = 0; i < m->nnetworks; i++) {
-        const char *name = m->networks[i]->name;
-        size_t len = strlen(name);
-        if (len > 6 && strcmp(name + len - 6, ".train") == 0)
+        if (dlc_is_train_network(m->networks[i]->name, NULL))
             continue; /* emitted with its network */
         ok &= emit_network(ctx, m, m->networks[i], opt, dir);
     }
