@@ -88,18 +88,21 @@ def bench(args):
     batches = max(1, min(8, (64 << 20) // batch_bytes))
     pool = [(torch.rand(args.batch, *shape), torch.randint(0, classes, (args.batch,)))
             for _ in range(batches)]
+    dev = torch.device(args.device)
+    model.to(dev)
     if args.mode == "train":
         model.train()
         opt = sgd(model, args.model, args.lr)
 
         def iteration(x, y):
-            train_step(model, opt, x, y)
+            # the batch comes from the host each step, as dlc's does
+            train_step(model, opt, x.to(dev), y.to(dev))
     else:
         model.eval()
 
         def iteration(x, y):
             with torch.inference_mode():
-                model(x)
+                model(x.to(dev)).cpu()
     for i in range(args.warmup):
         iteration(*pool[i % len(pool)])
     ms = []
@@ -115,7 +118,9 @@ def bench(args):
                       "median_ms": median, "mean_ms": statistics.fmean(ms),
                       "min_ms": min(ms), "max_ms": max(ms),
                       "images_per_second": args.batch * 1000 / median,
-                      "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+                      "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                      "peak_device_mib": (torch.cuda.max_memory_allocated() / 2**20
+                                          if dev.type == "cuda" else None)}))
 
 
 def read_idx(path):
@@ -168,6 +173,9 @@ def main():
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--device", default="cpu",
+                   help="cpu, or cuda: the model on the GPU (cuDNN's default settings); "
+                        "the report adds peak_device_mib, torch.cuda.max_memory_allocated")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     args = p.parse_args()

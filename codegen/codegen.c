@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-static const DlcTarget *const targets[] = {&dlc_target_cpu};
+static const DlcTarget *const targets[] = {&dlc_target_cpu, &dlc_target_nvptx};
 
 const DlcTarget *dlc_target_lookup(const char *name) {
     for (size_t i = 0; i < sizeof targets / sizeof *targets; i++)

@@ -17,6 +17,9 @@ typedef struct DlcEmitOptions {
     bool plan_memory;   /* share memory between values that are not live at the
                            same time (passes/plan_memory.c); false gives each
                            value a slot of its own */
+    bool cuda;          /* cpu: the program also has NAME_cuda.c (the nvptx
+                           target's), which NAME_model points to */
+    const char *gpu_arch; /* nvptx: the GPU architecture, "sm_80" */
 } DlcEmitOptions;
 
 typedef struct DlcTarget {
@@ -39,5 +42,13 @@ extern const DlcTarget dlc_target_cpu;
  * drives: a classifier with its training step (after autodiff and
  * optimizer). */
 bool dlc_cpu_is_program(const DlcModule *m, const DlcNetwork *net);
+
+/* nvptx/nvptx.c */
+extern const DlcTarget dlc_target_nvptx;
+/* Whether arch is a GPU architecture the NVPTX target knows ("sm_90"). */
+bool dlc_nvptx_arch_ok(const char *arch);
+/* --emit=ptx: the kernels of m's one network (and its training step) as
+ * PTX for arch, into path ("-": standard output). */
+bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const char *arch, const char *path);
 
 #endif /* DLC_CODEGEN_H */

@@ -19,7 +19,7 @@
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
 
-typedef enum Emit { EMIT_GUESS, EMIT_IR, EMIT_DOT, EMIT_C, EMIT_EXE } Emit;
+typedef enum Emit { EMIT_GUESS, EMIT_IR, EMIT_DOT, EMIT_C, EMIT_EXE, EMIT_PTX } Emit;
 typedef enum InputKind { INPUT_GUESS, INPUT_DL, INPUT_DLIR } InputKind;
 
 #define MAX_LIST 64
@@ -51,10 +51,16 @@ static void usage(FILE *out) {
         "\n"
         "options:\n"
         "  -o FILE                write the output to FILE (default: standard output)\n"
-        "  --emit=KIND            what to write: ir (IR text), dot (Graphviz), c (NAME.h and\n"
+        "  --emit=KIND            what to write: ir (IR text), dot (Graphviz), ptx (the GPU\n"
+        "                         kernels, for inspection), c (NAME.h and\n"
         "                         NAME.c for the CPU, into the folder -o), exe (a program\n"
         "                         that trains and evaluates the network); by default exe\n"
         "                         with -o FILE, ir with -o FILE.dlir or without -o\n"
+        "  --target=cpu|cpu,cuda  the devices a program (or --emit=c code) runs on: the\n"
+        "                         CPU, or also NVIDIA GPUs (NAME_cuda.c, PTX through\n"
+        "                         LLVM's NVPTX backend; ./net --device cuda)\n"
+        "  --gpu-arch=sm_NN       the GPU architecture of the PTX (default sm_80; sm_60\n"
+        "                         to sm_90)\n"
         "  --dtype=f32|f64        the element type of --emit=c code (default f32; f64\n"
         "                         for exact gradient checks)\n"
         "  --passes=P1,P2,...     run exactly these passes (default: the standard\n"
@@ -178,7 +184,7 @@ static int64_t parse_bytes(const char *option, const char *s) {
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET };
+           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -194,10 +200,13 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
         {"fno-fuse", no_argument, NULL, OPT_NO_FUSE},
         {"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
+        {"target", required_argument, NULL, OPT_TARGET},
+        {"gpu-arch", required_argument, NULL, OPT_GPU_ARCH},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
     o->codegen.plan_memory = true;
+    o->codegen.gpu_arch = "sm_80";
     int c;
     opterr = 0;
     while ((c = getopt_long_only(argc, argv, "o:x:I:w", longopts, NULL)) != -1) {
@@ -230,8 +239,10 @@ static void parse_options(int argc, char **argv, Options *o) {
                 o->emit = EMIT_C;
             else if (strcmp(optarg, "exe") == 0)
                 o->emit = EMIT_EXE;
+            else if (strcmp(optarg, "ptx") == 0)
+                o->emit = EMIT_PTX;
             else {
-                fprintf(stderr, "dlc: error: unknown --emit kind '%s' (use ir, dot, c or exe)\n", optarg);
+                fprintf(stderr, "dlc: error: unknown --emit kind '%s' (use ir, dot, ptx, c or exe)\n", optarg);
                 exit(2);
             }
             break;
@@ -262,6 +273,24 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
         case OPT_NO_FUSE: o->no_fuse = true; break;
         case OPT_MEM_BUDGET: o->pass.mem_budget = parse_bytes("--mem-budget", optarg); break;
+        case OPT_TARGET:
+            if (strcmp(optarg, "cpu") == 0)
+                o->codegen.cuda = false;
+            else if (strcmp(optarg, "cpu,cuda") == 0 || strcmp(optarg, "cuda,cpu") == 0)
+                o->codegen.cuda = true;
+            else {
+                fprintf(stderr, "dlc: error: --target takes cpu or cpu,cuda, not '%s'\n", optarg);
+                exit(2);
+            }
+            break;
+        case OPT_GPU_ARCH:
+            if (!dlc_nvptx_arch_ok(optarg)) {
+                fprintf(stderr, "dlc: error: --gpu-arch takes sm_60, sm_61, sm_70, sm_75, sm_80, "
+                        "sm_86, sm_87, sm_89 or sm_90, not '%s'\n", optarg);
+                exit(2);
+            }
+            o->codegen.gpu_arch = optarg;
+            break;
         default:
             if (optopt && optopt < 256)
                 fprintf(stderr, "dlc: error: option '-%c' %s\n", optopt,
@@ -401,8 +430,11 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     DlcEmitOptions f32 = *opt, f64 = *opt;
     f32.dtype = DLC_F32, f32.suffix = NULL;
     f64.dtype = DLC_F64, f64.suffix = "_f64";
-    ok = ok && target->emit(ctx, m, &f32, dir) && target->emit(ctx, m, &f64, dir);
-    char hfile[300], cfile64[300], hfile64[300];
+    f64.cuda = false;
+    ok = ok && target->emit(ctx, m, &f32, dir) && target->emit(ctx, m, &f64, dir) &&
+         (!opt->cuda || dlc_target_nvptx.emit(ctx, m, &f32, dir));
+    char hfile[300], cfile64[300], hfile64[300], cudafile[300];
+    snprintf(cudafile, sizeof cudafile, "%s/%s_cuda.c", dir, net->name);
     snprintf(hfile, sizeof hfile, "%s/%s.h", dir, net->name);
     snprintf(cfile64, sizeof cfile64, "%s/%s_f64.c", dir, net->name);
     snprintf(hfile64, sizeof hfile64, "%s/%s_f64.h", dir, net->name);
@@ -413,8 +445,10 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
                    "int main(int argc, char **argv) {\n"
                    "    DlrtModel model = %s_model;\n"
                    "    model.check = &%s_f64_check;\n"
+                   "%s%s%s"
                    "    return dlrt_main(argc, argv, &model);\n}\n",
-                net->name, net->name, net->name, net->name);
+                net->name, net->name, net->name, net->name, opt->cuda ? "    model.cuda = " : "",
+                opt->cuda ? net->name : "", opt->cuda ? "_cuda_model();\n" : "");
         ok = fclose(f) == 0;
     } else if (ok) {
         dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", mainfile, strerror(errno));
@@ -429,6 +463,8 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
         argv[n++] = inc;
         argv[n++] = cfile;
         argv[n++] = cfile64;
+        if (opt->cuda)
+            argv[n++] = cudafile;
         argv[n++] = mainfile;
         argv[n++] = DLC_RUNTIME_LIB;
         n = add_words(argv, n, 60, libs);
@@ -451,6 +487,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     unlink(hfile);
     unlink(cfile64);
     unlink(hfile64);
+    unlink(cudafile);
     if (ok || !getenv("DLC_KEEP_TEMPS"))
         rmdir(dir);
     return ok;
@@ -491,7 +528,8 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     const char *const *passes = o->passes_given ? o->passes
                                 : o->kind == INPUT_DL ? dlc_default_pipeline
                                 : (const char *const[]){NULL};
-    const DlcTarget *target = o->emit == EMIT_C || o->emit == EMIT_EXE ? dlc_target_lookup("c") : NULL;
+    const DlcTarget *target = o->emit == EMIT_C || o->emit == EMIT_EXE || o->emit == EMIT_PTX
+                                  ? dlc_target_lookup("c") : NULL; /* the GPU shares its pipeline */
     /* then the target's own passes (for C, the training step), unless the
        user chose the passes */
     const char *target_passes[MAX_LIST + 1];
@@ -507,8 +545,10 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     }
     if (target) {
         bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, &o->codegen, o->output)
+                  : o->emit == EMIT_PTX ? dlc_nvptx_emit_ptx(ctx, m, o->codegen.gpu_arch, o->output ? o->output : "-")
                                       : dlc_make_dir(ctx, o->output) &&
-                                            target->emit(ctx, m, &o->codegen, o->output);
+                                            target->emit(ctx, m, &o->codegen, o->output) &&
+                                            (!o->codegen.cuda || dlc_target_nvptx.emit(ctx, m, &o->codegen, o->output));
         dlc_module_free(m);
         return ok && ctx->nerrors == errors;
     }
@@ -648,7 +688,7 @@ int main(int argc, char **argv) {
     if (!ok) {
         if (o.output)
             fprintf(stderr, "dlc: %s not written because of errors\n", o.output);
-    } else if (o.emit != EMIT_C && o.emit != EMIT_EXE) { /* those write their own files */
+    } else if (o.emit != EMIT_C && o.emit != EMIT_EXE && o.emit != EMIT_PTX) { /* those write their own files */
         ok = write_output(o.output, buf, len);
     }
     free(buf);

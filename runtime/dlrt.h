@@ -17,6 +17,7 @@
  *   loss.c         losses and accuracy
  *   safetensors.c  checkpoints in the safetensors format
  *   kernels.c      the ops' computations, forward and backward, in f32
+ *   cuda.c         the GPU through the CUDA driver, loaded at run time
  *   program.c      the command line of a generated program (with train.c,
  *                  predict.c and bench.c, which share runtime/program.h)
  */
@@ -43,6 +44,7 @@ typedef enum DlrtStatus {
     DLRT_E_RANGE,   /* a value out of range (a label, an option) */
     DLRT_E_NOMEM,   /* an allocation failed */
     DLRT_E_ARG,     /* a bad argument from the caller */
+    DLRT_E_DEVICE,  /* no GPU, no driver, or a driver call failed */
 } DlrtStatus;
 
 /* What went wrong, for the user: "train-images-idx3-ubyte.gz: truncated
@@ -76,6 +78,11 @@ float dlrt_rng_uniform(DlrtRng *rng);
 /* A seed derived from seed and two counters (a hash): independent streams
  * for each (step, op) of a network without keeping generator state. */
 uint64_t dlrt_rng_derive(uint64_t seed, uint64_t a, uint64_t b);
+/* Element i of a stream of uniform numbers in [0, 1) (24 random bits)
+ * from seed, computed on its own: splitmix64's i-th output.  Dropout's
+ * masks come from it, so that a GPU kernel draws the same mask as the CPU
+ * element by element. */
+float dlrt_rng_uniform_at(uint64_t seed, uint64_t i);
 /* Uniform in [0, n), without modulo bias; n >= 1. */
 uint64_t dlrt_rng_below(DlrtRng *rng, uint64_t n);
 
@@ -341,6 +348,103 @@ int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
 #undef DLRT_K
 
 /* ------------------------------------------------------------------------ */
+/* cuda.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* The GPU through the CUDA Driver API.  libcuda is loaded at run time
+ * (dlopen), never linked, and no CUDA header is needed to build libdlrt:
+ * the same program runs on a machine without NVIDIA's driver, where
+ * dlrt_cuda_open fails with DLRT_E_DEVICE and a message that says so.
+ *
+ * A DlrtCuda holds the loaded driver, one device's primary context, one
+ * stream and one module (the network's kernels, as PTX that the driver
+ * compiles for the device).  Each call makes the object's context current
+ * on the calling thread, so an object may be used from any thread (by one
+ * at a time), and objects on different devices may be used in turn.  Work
+ * is queued on the object's stream in order; copies and launches return
+ * before the GPU is done, and a fault of a kernel may be reported by a
+ * later call.  Failures are DLRT_E_DEVICE unless a function says otherwise;
+ * a message names the driver call, the CUDA error (name and description)
+ * and `what` the caller was doing: "cuLaunchKernel failed in op 'c1.1':
+ * CUDA_ERROR_INVALID_VALUE (invalid argument)".  `what` is the caller's
+ * words: "op 'c1.1'", "the activations", "the training step".
+ *
+ * Environment variables, read by dlrt_cuda_open:
+ *   DLRT_CUDA_LIBRARY  the driver library to load (tests); libcuda.so.1
+ *   DLRT_CUDA_DEVICE   the device's ordinal; 0
+ *   DLRT_CUDA_SYNC     1: wait for every launch to finish, so that a fault
+ *                      is reported by the launch of the op that caused it
+ *                      (a debugging aid: it serializes host and GPU) */
+
+typedef struct DlrtCuda DlrtCuda;         /* the driver, a device's context, a stream
+                                             and a module */
+typedef void *DlrtCudaFunction;           /* a kernel of the module (a CUfunction) */
+typedef unsigned long long DlrtDevicePtr; /* device memory (a CUdeviceptr); 0 is none */
+
+/* Loads the driver, takes the device, its primary context and a new stream,
+ * and loads ptx (NUL-terminated PTX text; NULL for no module, to query the
+ * device or move memory only).  A PTX the driver cannot compile (for a newer
+ * architecture than the device's, or a newer PTX version than the driver
+ * knows) fails with the start of the compiler's log in the message.  A bad
+ * DLRT_CUDA_DEVICE is DLRT_E_RANGE.  On failure *cu is NULL and nothing is
+ * held.  Several objects may be open at once. */
+DlrtStatus dlrt_cuda_open(DlrtCuda **cu, const char *ptx, DlrtError *err);
+/* Unloads the module, destroys the stream, releases the context and the
+ * driver.  Memory still allocated is the caller's to free first.  NULL is
+ * fine. */
+void dlrt_cuda_close(DlrtCuda *cu);
+/* The device's name: "NVIDIA H100 80GB HBM3". */
+const char *dlrt_cuda_device_name(const DlrtCuda *cu);
+/* The compute capability as major * 10 + minor: 90 for sm_90. */
+int dlrt_cuda_compute_capability(const DlrtCuda *cu);
+/* The number of streaming multiprocessors (132 on an H100 SXM). */
+int dlrt_cuda_multiprocessors(const DlrtCuda *cu);
+/* The kernel of the module named name (its .entry); DLRT_E_ARG without a
+ * module. */
+DlrtStatus dlrt_cuda_function(DlrtCuda *cu, const char *name, DlrtCudaFunction *fn,
+                              DlrtError *err);
+/* The device's free and total memory, in bytes. */
+DlrtStatus dlrt_cuda_mem_info(DlrtCuda *cu, size_t *free_bytes, size_t *total_bytes,
+                              DlrtError *err);
+/* bytes of device memory for what ("the activations").  A request above the
+ * free memory fails with DLRT_E_NOMEM before trying, with a message giving
+ * both: "the activations need 1234.5 MiB; the GPU has 800.0 MiB free of
+ * 81559.0 MiB"; the driver's running out is DLRT_E_NOMEM too.  bytes == 0
+ * gives *p = 0.  On failure *p = 0. */
+DlrtStatus dlrt_cuda_alloc(DlrtCuda *cu, size_t bytes, DlrtDevicePtr *p, const char *what,
+                           DlrtError *err);
+/* 0 is fine. */
+void dlrt_cuda_free(DlrtCuda *cu, DlrtDevicePtr p);
+/* bytes of page-locked host memory, which copies to and from the device
+ * need to be truly asynchronous (from other memory the driver copies
+ * through a staging buffer first).  bytes == 0 gives *p = NULL; a failure
+ * is DLRT_E_NOMEM. */
+DlrtStatus dlrt_cuda_host_alloc(DlrtCuda *cu, size_t bytes, void **p, DlrtError *err);
+/* NULL is fine. */
+void dlrt_cuda_host_free(DlrtCuda *cu, void *p);
+/* Copies bytes from host to device, device to host, or sets them to zero,
+ * queued on the stream: src must stay unchanged, and dst unread, until
+ * dlrt_cuda_sync.  bytes == 0 does nothing. */
+DlrtStatus dlrt_cuda_upload(DlrtCuda *cu, DlrtDevicePtr dst, const void *src, size_t bytes,
+                            const char *what, DlrtError *err);
+DlrtStatus dlrt_cuda_download(DlrtCuda *cu, void *dst, DlrtDevicePtr src, size_t bytes,
+                              const char *what, DlrtError *err);
+DlrtStatus dlrt_cuda_zero(DlrtCuda *cu, DlrtDevicePtr dst, size_t bytes, const char *what,
+                          DlrtError *err);
+/* Queues fn on the stream with grid x block threads and shared_bytes of
+ * dynamic shared memory (above 48 KiB the function is first allowed that
+ * much, up to the device's opt-in limit); args points at each kernel
+ * parameter's value, as cuLaunchKernel takes them.  With DLRT_CUDA_SYNC=1
+ * it waits for the kernel to finish. */
+DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned grid[3],
+                            const unsigned block[3], unsigned shared_bytes, void **args,
+                            const char *what, DlrtError *err);
+/* Waits until everything queued on the stream is done; what ("the training
+ * step") names the work in the message of a failure, which may be any
+ * queued kernel's fault. */
+DlrtStatus dlrt_cuda_sync(DlrtCuda *cu, const char *what, DlrtError *err);
+
+/* ------------------------------------------------------------------------ */
 /* program.c                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -405,6 +509,12 @@ typedef struct DlrtModel {
                             float *loss, DlrtError *err);
     /* the same network generated in f64, for gradcheck; NULL if not linked */
     const struct DlrtCheck *check;
+    /* the same network on an NVIDIA GPU, with the same API (create fails
+       with DLRT_E_DEVICE where there is no GPU or driver); NULL in a program
+       built for the CPU alone */
+    const struct DlrtModel *cuda;
+    const char *device;        /* "cpu" or "cuda": which this table runs on
+                                  (NULL reads as "cpu") */
 } DlrtModel;
 
 /* The generated program's main: `train`, `eval`, `info`, with --help.

@@ -26,6 +26,7 @@ const char *dlrt_status_name(DlrtStatus status) {
     case DLRT_E_RANGE: return "value out of range";
     case DLRT_E_NOMEM: return "out of memory";
     case DLRT_E_ARG: return "bad argument";
+    case DLRT_E_DEVICE: return "device error";
     }
     return "unknown error";
 }

@@ -6,17 +6,21 @@
  *   ./lenet5 predict --weights FILE [--batch N] INPUT...
  *   ./lenet5 bench [--mode train|infer] [--batch N] [--iters N] [--warmup N]
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
+ *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
+ *                  [--lr X]
  *   ./lenet5 info [--batch N]
- *   every command: [--threads N] [--report FILE.json]
+ *   every command: [--device cpu|cuda] [--threads N] [--report FILE.json]
  *
  * The generated code hands dlrt_main a DlrtModel: what it knows of the
  * network, the train section's defaults, and its API.  This file parses
  * the command line (each flag belongs to the commands listed beside it in
  * `flags`, and is refused elsewhere rather than silently ignored), sets
- * the kernels' thread count, runs the command and writes the --report
- * every command shares; the commands themselves live in train.c,
- * predict.c, bench.c and gradcheck.c (program.h), except `info`, which is
- * a few printfs.  docs/program.md lists every flag and every key of the report.
+ * the kernels' thread count, picks the table of the device (--device cuda
+ * runs a command on model->cuda, the same network's GPU code, with the
+ * same API), runs the command and writes the --report every command
+ * shares; the commands themselves live in train.c, predict.c, bench.c,
+ * gradcheck.c and check.c (program.h), except `info`, which is a few
+ * printfs.  docs/program.md lists every flag and every key of the report.
  *
  * This is, with those files, the one part of libdlrt that prints and
  * decides exit statuses: it is the program's main. */
@@ -32,7 +36,10 @@
 #include "program.h"
 
 /* The commands, as bits, so that a flag can name those it belongs to. */
-enum { TRAIN = 1, EVAL = 2, PREDICT = 4, BENCH = 8, INFO = 16, GRADCHECK = 32, EVERY = 63 };
+enum {
+    TRAIN = 1, EVAL = 2, PREDICT = 4, BENCH = 8, INFO = 16, GRADCHECK = 32, CHECK = 64,
+    EVERY = 127
+};
 
 /* More threads than this is a typing mistake, not a machine. */
 #define MAX_THREADS 1024
@@ -56,6 +63,13 @@ static int info(const DlrtModel *m, const Options *o) {
     printf("], %lld classes\n\nlayers:\n%s\n", (long long)m->classes, m->layers);
     printf("trainable parameters: %lld\n", (long long)m->trainable);
     printf("optimizer: %s\n", m->optimizer);
+    /* what the table says, without opening the GPU */
+    if (strcmp(dlrt_device_name(m), "cpu") != 0)
+        printf("device: %s\n", dlrt_device_name(m));
+    else
+        printf("device: cpu (%s)\n", m->cuda
+                   ? "this program runs on an NVIDIA GPU too: --device cuda"
+                   : "this program was built for the CPU only");
     const char *forced = getenv("OPENBLAS_CORETYPE");
     printf("threads: %d; OpenBLAS kernels: %s%s%s\n", dlrt_threads(), dlrt_blas_core(),
            forced ? ", from OPENBLAS_CORETYPE=" : "", forced ? forced : "");
@@ -81,6 +95,7 @@ static const Command commands[] = {
     {"predict", PREDICT, dlrt_predict_command},
     {"bench", BENCH, dlrt_bench_command},
     {"gradcheck", GRADCHECK, dlrt_gradcheck_command},
+    {"check", CHECK, dlrt_check_command},
     {"info", INFO, info},
 };
 
@@ -91,11 +106,12 @@ static const struct {
     const char *name;
     unsigned commands;
 } flags[] = {
-    {"--batch", EVERY}, {"--threads", EVERY}, {"--report", EVERY},
-    {"--data", TRAIN | EVAL}, {"--epochs", TRAIN}, {"--limit", TRAIN},
-    {"--lr", TRAIN | BENCH}, {"--seed", TRAIN | BENCH | GRADCHECK}, {"--save", TRAIN},
-    {"--resume", TRAIN}, {"--log", TRAIN}, {"--weights", EVAL | PREDICT | GRADCHECK},
-    {"--mode", BENCH}, {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK},
+    {"--batch", EVERY}, {"--threads", EVERY}, {"--report", EVERY}, {"--device", EVERY},
+    {"--data", TRAIN | EVAL | CHECK}, {"--epochs", TRAIN}, {"--limit", TRAIN},
+    {"--lr", TRAIN | BENCH | CHECK}, {"--seed", TRAIN | BENCH | GRADCHECK | CHECK},
+    {"--save", TRAIN}, {"--resume", TRAIN}, {"--log", TRAIN},
+    {"--weights", EVAL | PREDICT | GRADCHECK | CHECK}, {"--mode", BENCH}, {"--iters", BENCH},
+    {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
 };
 
 /* The threads to use without --threads: one per online CPU. */
@@ -118,9 +134,12 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  bench             time training or inference steps on random data\n"
             "  gradcheck         compare the gradients with finite differences (in f64) on a\n"
             "                    small random batch, and the f32 gradients with the f64 ones\n"
+            "  check             run one training step on the CPU and on the GPU from the same\n"
+            "                    weights and compare the gradients and the updated tensors\n"
             "  info              the network's layers, parameters and memory\n"
             "\n"
             "options of every command:\n"
+            "  --device DEVICE    cpu or cuda (an NVIDIA GPU): where the network runs (cpu)%s\n"
             "  --batch N          samples per step (%lld)\n"
             "  --threads N        threads of the kernels, 1 to %d (%lld: the online CPUs)\n"
             "  --report FILE.json what the command measured, as one JSON object\n"
@@ -150,11 +169,22 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --batch N          samples in the random batch (%d)\n"
             "  --seed N           seed of the weights, the batch and the entries checked\n"
             "  --weights FILE     check at these weights instead of fresh ones\n"
-            "  --tolerance X      the largest relative error that passes (1e-3)\n",
-            m->name, m->name, m->source, (long long)m->batch, MAX_THREADS,
+            "  --tolerance X      the largest relative error that passes (1e-3)\n"
+            "\n"
+            "check (always the CPU against the GPU; --device may be left out):\n"
+            "  --batch N          samples in the batch (the train section's batch)\n"
+            "  --data DIR         take the batch from this IDX folder's train split, shuffled\n"
+            "                     with the seed (without a dataset: random data)\n"
+            "  --seed N           seed of the weights, the shuffle or the random data\n"
+            "  --weights FILE     start from these weights instead of fresh ones\n"
+            "  --lr X             the learning rate of the training step\n"
+            "  --tolerance X      the largest relative error that passes (%g)\n",
+            m->name, m->name, m->source,
+            m->cuda ? "" : ";\n                     this program was built for the CPU only",
+            (long long)m->batch, MAX_THREADS,
             (long long)default_threads(), m->data ? " (" : "", m->data ? m->data : "",
             m->data ? ")" : "", (long long)m->epochs, m->lr, (unsigned long long)m->seed,
-            DLRT_GRADCHECK_BATCH);
+            DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
     return out == stdout ? 0 : 2;
 }
 
@@ -188,6 +218,7 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
             return parse_int(m, flag, value, counts[k].lo, counts[k].hi, counts[k].field);
     int64_t v;
     o->batch_given |= strcmp(flag, "--batch") == 0;
+    o->data_given |= strcmp(flag, "--data") == 0;
     if (strcmp(flag, "--data") == 0) o->data = value;
     else if (strcmp(flag, "--save") == 0) o->save = value;
     else if (strcmp(flag, "--resume") == 0) o->resume = value;
@@ -205,6 +236,12 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
             return false;
         }
         o->mode = value;
+    } else if (strcmp(flag, "--device") == 0) {
+        if (strcmp(value, "cpu") != 0 && strcmp(value, "cuda") != 0) {
+            fprintf(stderr, "%s: --device must be cpu or cuda, not '%s'\n", m->name, value);
+            return false;
+        }
+        o->device = value;
     } else if (strcmp(flag, "--tolerance") == 0) {
         char *end;
         o->tolerance = strtod(value, &end);
@@ -244,10 +281,10 @@ static bool known_flag(const DlrtModel *m, const Command *cmd, const char *flag,
  * status: 0 after --help, 2 after a message. */
 static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char **argv,
                          Options *o) {
-    *o = (Options){.data = m->data, .epochs = m->epochs,
+    *o = (Options){.device = "cpu", .data = m->data, .epochs = m->epochs,
                    .batch = m->batch, .lr = m->lr, .seed = m->seed, .mode = "train",
                    .iters = 100, .warmup = 10, .threads = default_threads(),
-                   .tolerance = 1e-3};
+                   .tolerance = cmd->bit == CHECK ? DLRT_CHECK_TOLERANCE : 1e-3};
     o->inputs = malloc((size_t)argc * sizeof *o->inputs);
     if (!o->inputs) {
         fprintf(stderr, "%s: out of memory\n", m->name);
@@ -297,6 +334,10 @@ static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char 
 
 /* ---- reports --------------------------------------------------------------- */
 
+const char *dlrt_device_name(const DlrtModel *m) {
+    return m->device ? m->device : "cpu";
+}
+
 double dlrt_clock(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -337,7 +378,7 @@ Report dlrt_report_new(const char *command) {
                     .test_loss = NAN, .test_accuracy = NAN, .images_per_second = NAN,
                     .median_ms = NAN, .mean_ms = NAN, .min_ms = NAN, .max_ms = NAN,
                     .gradcheck_error = NAN, .gradcheck_f32_error = NAN,
-                    .seconds = NAN};
+                    .check_worst_error = NAN, .seconds = NAN};
 }
 
 bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
@@ -351,6 +392,8 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     }
     fprintf(f, "{\"network\": ");
     json_string(f, m->name);
+    fprintf(f, ", \"device\": ");
+    json_string(f, r->device ? r->device : dlrt_device_name(m));
     fprintf(f, ", \"command\": \"%s\"", r->command);
     if (r->mode)
         fprintf(f, ", \"mode\": \"%s\"", r->mode);
@@ -368,6 +411,15 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     json_number(f, "max_ms", r->max_ms, 6);
     json_number(f, "gradcheck_error", r->gradcheck_error, 6);
     json_number(f, "gradcheck_f32_error", r->gradcheck_f32_error, 6);
+    if (r->check_worst_tensor) {
+        /* JSON has no NaN or infinity: such an error is null */
+        if (isfinite(r->check_worst_error))
+            fprintf(f, ", \"check_worst_error\": %.6g", r->check_worst_error);
+        else
+            fprintf(f, ", \"check_worst_error\": null");
+        fprintf(f, ", \"check_worst_tensor\": ");
+        json_string(f, r->check_worst_tensor);
+    }
     json_number(f, "seconds", r->seconds, 6);
     json_count(f, "parameters", m->trainable);
     json_count(f, "peak_memory_bytes", (long long)m->memory(o->batch));
@@ -419,6 +471,26 @@ static bool memory_fits(const DlrtModel *m, const Options *o) {
     return false;
 }
 
+/* ---- the device ---------------------------------------------------------- */
+
+/* The table a command runs on: the CPU's, or with --device cuda the GPU's
+ * (check takes the CPU's and compares it with the GPU's itself).  NULL
+ * after a message: the exit status is 2. */
+static const DlrtModel *device_table(const DlrtModel *m, const Command *cmd, const Options *o) {
+    bool cuda = strcmp(o->device, "cuda") == 0;
+    if (cuda && cmd->bit == GRADCHECK) {
+        fprintf(stderr, "%s: gradcheck runs on the CPU (its f64 network); use check --device "
+                "cuda to compare the GPU with the CPU\n", m->name);
+        return NULL;
+    }
+    if ((cuda || cmd->bit == CHECK) && !m->cuda) {
+        fprintf(stderr, "%s: this program was built for the CPU only; build it with dlc "
+                "--target=cpu,cuda to run it on a GPU\n", m->name);
+        return NULL;
+    }
+    return cuda && cmd->bit != CHECK ? m->cuda : m;
+}
+
 /* ---- main -------------------------------------------------------------------- */
 
 int dlrt_main(int argc, char **argv, const DlrtModel *m) {
@@ -439,11 +511,17 @@ int dlrt_main(int argc, char **argv, const DlrtModel *m) {
     }
     Options o;
     int status = parse_options(m, cmd, argc, argv, &o);
+    const DlrtModel *table = status < 0 ? device_table(m, cmd, &o) : NULL;
+    if (status < 0 && !table)
+        status = 2;
     if (status < 0) {
         /* before any work, so that every kernel of the run sees one count
            and the run is reproducible */
         dlrt_set_threads((int)o.threads);
-        status = cmd->bit != INFO && !memory_fits(m, &o) ? 1 : cmd->run(m, &o);
+        /* the host's memory holds the network on the CPU only; on the GPU,
+           its create checks the GPU's memory */
+        bool host = table == m;
+        status = cmd->bit != INFO && host && !memory_fits(m, &o) ? 1 : cmd->run(table, &o);
     }
     free(o.inputs);
     return status;

@@ -5,6 +5,8 @@
  *   train.c     `train` and `eval`: the commands that run on an IDX folder
  *   predict.c   `predict`: classifying IDX, .npy and PGM files
  *   bench.c     `bench`: timing steps on synthetic data
+ *   gradcheck.c `gradcheck`: the gradients against finite differences
+ *   check.c     `check`: the GPU's training step against the CPU's
  *
  * Internal to libdlrt: generated code includes dlrt.h only.  These are the
  * only files of the library that print and choose exit statuses; a
@@ -18,7 +20,10 @@
 
 /* The command line, parsed; defaults from the network's train section. */
 typedef struct Options {
+    const char *device;        /* every command: "cpu" or "cuda" (--device) */
     const char *data;          /* an IDX folder */
+    bool data_given;           /* --data was on the command line (not the
+                                  train section's default) */
     const char *save, *resume, *log, *report, *weights;  /* files, or NULL */
     const char *mode;          /* bench: "train" or "infer" */
     int64_t epochs, batch;     /* train: epochs to run; every command: samples per step */
@@ -30,7 +35,8 @@ typedef struct Options {
     bool seed_given;           /* --seed was on the command line */
     bool batch_given;          /* --batch was; without it, gradcheck's batch is
                                   DLRT_GRADCHECK_BATCH, not the train section's */
-    double tolerance;          /* gradcheck: the largest relative error that passes */
+    double tolerance;          /* gradcheck, check: the largest relative error
+                                  that passes */
     char **inputs;             /* predict: the files to classify (ninputs) */
     int ninputs;
 } Options;
@@ -38,7 +44,9 @@ typedef struct Options {
 /* What a command measured, for --report.  Figures not measured stay NAN
  * (or -1 for counts) and are left out of the file. */
 typedef struct Report {
-    const char *command;         /* "train", "eval", "predict", "bench", "gradcheck" or "info" */
+    const char *command;         /* "train", "eval", "predict", "bench", "gradcheck",
+                                    "check" or "info" */
+    const char *device;          /* where it ran; NULL: the table's (dlrt_device_name) */
     const char *mode;            /* bench: "train" or "infer"; else NULL */
     int64_t epochs;              /* train: epochs the weights have seen, resumed ones included */
     int64_t images;              /* samples the timed part of the command processed */
@@ -47,6 +55,10 @@ typedef struct Report {
     double median_ms, mean_ms, min_ms, max_ms;  /* bench: per batch */
     double gradcheck_error;      /* gradcheck: f64 gradients vs finite differences */
     double gradcheck_f32_error;  /* gradcheck: f32 gradients vs f64 */
+    const char *check_worst_tensor; /* check: the tensor of the largest error; NULL
+                                       when check did not run */
+    double check_worst_error;    /* check: that error, the GPU's vs the CPU's (NAN
+                                    when a value was not a number) */
     double seconds;              /* the whole command, loading included */
 } Report;
 
@@ -58,13 +70,21 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r);
 
 /* Seconds on a monotonic clock. */
 double dlrt_clock(void);
+/* The device a table runs on: its `device`, or "cpu" when that is NULL (a
+ * CPU table that does not say). */
+const char *dlrt_device_name(const DlrtModel *m);
 
 int dlrt_train_command(const DlrtModel *m, const Options *o);
 int dlrt_eval_command(const DlrtModel *m, const Options *o);
 int dlrt_predict_command(const DlrtModel *m, const Options *o);
 int dlrt_bench_command(const DlrtModel *m, const Options *o);
 int dlrt_gradcheck_command(const DlrtModel *m, const Options *o);  /* gradcheck.c */
+/* check.c: m is the CPU's table, compared with m->cuda (which must be set) */
+int dlrt_check_command(const DlrtModel *m, const Options *o);
 /* gradcheck's batch without --batch: finite differences need few samples */
 #define DLRT_GRADCHECK_BATCH 4
+/* check's tolerance without --tolerance: a relative error that f32 rounding
+ * in another order of summation stays well below */
+#define DLRT_CHECK_TOLERANCE 1e-4
 
 #endif /* DLRT_PROGRAM_H */

@@ -83,3 +83,10 @@ static uint64_t mix(uint64_t z) {
 uint64_t dlrt_rng_derive(uint64_t seed, uint64_t a, uint64_t b) {
     return mix(mix(mix(seed) + 0x9e3779b97f4a7c15ull + a) + 0x9e3779b97f4a7c15ull + b);
 }
+
+float dlrt_rng_uniform_at(uint64_t seed, uint64_t i) {
+    /* splitmix64's state after i + 1 steps from seed, mixed: any element of
+       the stream without the ones before it */
+    uint64_t z = mix(seed + (i + 1) * 0x9e3779b97f4a7c15ull);
+    return (float)(z >> 40) * (1.0f / 16777216.0f);
+}

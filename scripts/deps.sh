@@ -22,7 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
 
-pkgs=(build-essential cmake flex bison zlib1g-dev libopenblas-dev)
+pkgs=(build-essential cmake flex bison zlib1g-dev libopenblas-dev llvm-16-dev)
 if [ "$what" = main ]; then
     pkgs+=(dataset-fashion-mnist)
 fi

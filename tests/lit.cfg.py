@@ -78,3 +78,19 @@ config.environment["NO_COLOR"] = "1"
 # waiting (the default, fastest on an idle machine) would steal the cores
 # their partners need, and a 2-thread program slows down tenfold.
 config.environment["OMP_WAIT_POLICY"] = "passive"
+
+# the GPU target: ptxas (from a CUDA toolkit, optional) assembles the PTX
+# dlc emits; an NVIDIA driver with a GPU runs it.  Tests that need them say
+# REQUIRES: ptxas / gpu, and lit reports them UNSUPPORTED elsewhere.
+import shutil
+ptxas = shutil.which("ptxas") or ("/usr/local/cuda/bin/ptxas"
+                                  if os.access("/usr/local/cuda/bin/ptxas", os.X_OK) else None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"],
+                                                 capture_output=True).returncode == 0:
+    config.available_features.add("gpu")
+for var in ("LD_LIBRARY_PATH", "DLRT_CUDA_DEVICE"):
+    if var in os.environ:
+        config.environment[var] = os.environ[var]

@@ -71,6 +71,7 @@ typedef struct Cpu {
     const char *real;       /* the element type in C: float, double */
     const char *k;          /* the kernels' suffix for it: "", "_f64" */
     bool f64;
+    bool cuda;              /* the program also runs on a GPU: NAME_cuda.c */
     DlcArena arena;         /* names and slots */
     bool ok;
 } Cpu;
@@ -603,6 +604,9 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
            "                        DlrtError *err);\n", p, T);
     put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection. */\n", U);
     put(o, "DlrtTensor %s_tensor(%s *net, int i);\n", p, T);
+    put(o, "/* Training steps taken (Adam's count, saved in checkpoints), and setting\n"
+           " * it, for a copy of the network kept elsewhere (on a GPU). */\n"
+           "int32_t %s_step(const %s *net);\nvoid %s_set_step(%s *net, int32_t step);\n", p, T, p, T);
 }
 
 /* ---- the API functions --------------------------------------------------- */
@@ -687,6 +691,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
             (long long)(v->type.rank ? numel(v) / v->type.dims[0] : 1));
     }
     put(o, "};\n\n");
+    put(o, "int32_t %s_step(const %s *net) { return net->step; }\n"
+           "void %s_set_step(%s *net, int32_t step) { net->step = step; }\n\n", p, T, p, T);
     put(o, "DlrtTensor %s_tensor(%s *net, int i) {\n"
            "    DlrtTensor t = {TENSORS[i].name, %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
            "    for (int d = 0; d < t.rank; d++)\n        t.dims[d] = TENSORS[i].dims[d];\n"
@@ -970,7 +976,8 @@ static void put_model(Cpu *cpu, Out *o) {
            "    .forward = model_forward,\n    .train_step = model_train_step,\n"
            "    .save = model_save,\n    .load = model_load,\n    .ntensors = %d,\n"
            "    .tensor = model_tensor,\n    .gradient = model_gradient,\n"
-           "    .gradients = model_gradients,\n};\n", p, cpu->nparams);
+           "    .gradients = model_gradients,\n    .device = \"cpu\",\n", p, cpu->nparams);
+    put(o, "};\n");
     free(layers);
     free(optimizer);
 }
@@ -1000,7 +1007,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
                          const DlcEmitOptions *opt, const char *dir) {
     bool f64 = opt && opt->dtype == DLC_F64;
     const char *suffix = opt && opt->suffix ? opt->suffix : "";
-    Cpu cpu = {.ctx = ctx, .m = m, .infer = net, .ok = true, .f64 = f64,
+    Cpu cpu = {.ctx = ctx, .m = m, .infer = net, .ok = true, .f64 = f64, .cuda = opt && opt->cuda,
                .real = f64 ? "double" : "float", .k = f64 ? "_f64" : ""};
     cpu.prefix = dlc_arena_printf(&cpu.arena, "%s%s", net->name, suffix);
     char train_name[512];
@@ -1066,6 +1073,9 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put(&h, "\n/* The network as the command line of a generated program sees it:\n"
                 " * int main(int argc, char **argv) { return dlrt_main(argc, argv, &%s_model); } */\n"
                 "extern const DlrtModel %s_model;\n", cpu.prefix, cpu.prefix);
+        if (cpu.cuda)
+            put(&h, "/* The same on an NVIDIA GPU (%s_cuda.c). */\n"
+                    "const DlrtModel *%s_cuda_model(void);\n", cpu.prefix, cpu.prefix);
     }
     put(&h, "\n#endif\n");
     fclose(h.f);

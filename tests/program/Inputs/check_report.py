@@ -6,7 +6,7 @@ import json
 import sys
 
 report = json.load(open(sys.argv[1]))
-common = ["network", "command", "threads", "batch", "seconds", "parameters",
+common = ["network", "device", "command", "threads", "batch", "seconds", "parameters",
           "peak_memory_bytes", "activation_bytes", "activation_naive_bytes",
           "activation_lower_bound_bytes", "peak_rss_bytes"]
 keys = {
@@ -17,6 +17,7 @@ keys = {
     "bench": ["mode", "images", "images_per_second", "median_ms", "mean_ms", "min_ms",
               "max_ms"],
     "gradcheck": ["train_loss", "gradcheck_error", "gradcheck_f32_error"],
+    "check": ["check_worst_error", "check_worst_tensor"],
     "info": [],
 }[report["command"]]
 missing = [k for k in common + keys if k not in report]
@@ -43,6 +44,7 @@ if "test_accuracy" in keys:
 if "gradcheck_error" in keys:
     assert 0 <= report["gradcheck_error"] < 1e-3, report
     assert 0 <= report["gradcheck_f32_error"] < 1e-3, report
+assert report["device"] in ("cpu", "cuda"), report
 if "median_ms" in keys:
     assert 0 < report["min_ms"] <= report["median_ms"] <= report["max_ms"], report
     assert report["min_ms"] <= report["mean_ms"] <= report["max_ms"], report

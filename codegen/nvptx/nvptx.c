@@ -1,0 +1,622 @@
+/* nvptx.c — the GPU target: PTX through LLVM's NVPTX backend, and the C
+ * that runs it.
+ *
+ * For a network NAME (and NAME.train) it builds one LLVM module holding a
+ * kernel (or two) per op of both networks (kernels.c), runs LLVM's O3
+ * pipeline on it, asks the NVPTX backend for PTX for the chosen
+ * architecture (sm_80 unless --gpu-arch says otherwise), and writes
+ * NAME_cuda.c: the PTX as a string, and NAME_cuda_model, a DlrtModel
+ * whose functions run the network on the GPU through libdlrt's CUDA
+ * layer (runtime/cuda.c: the driver loaded with dlopen, so the program
+ * still runs where there is none).
+ *
+ * The GPU network keeps its parameters, optimizer state and activations
+ * on the device for the whole run, at the offsets the CPU code uses (the
+ * same memory plan, the same parameter block).  Its host side is a CPU
+ * network of batch 1 (NAME_create): the same initialization from the
+ * seed, and the home of the parameters for checkpoints and inspection,
+ * which are copied back from the device when asked for.  Batches go up
+ * through pinned buffers; kernels run in order on one stream; every
+ * driver call is checked and a failure names the op.
+ *
+ * Preconditions: the module verifies and has been through the C target's
+ * pipeline (the same IR feeds both targets). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "../codegen.h"
+#include "../../passes/passes.h"
+#include "nvptx.h"
+
+/* The PTX version each architecture needs at least (LLVM 16 defaults to
+ * 6.0, too old for sm_80 and later). */
+static const char *ptx_features(const char *arch) {
+    int sm = atoi(arch + 3);
+    if (sm >= 89)
+        return "+ptx78";
+    if (sm >= 86)
+        return "+ptx71";
+    if (sm >= 80)
+        return "+ptx70";
+    return "+ptx64";
+}
+
+bool dlc_nvptx_arch_ok(const char *arch) {
+    static const char *const known[] = {"sm_60", "sm_61", "sm_70", "sm_75", "sm_80",
+                                        "sm_86", "sm_87", "sm_89", "sm_90", NULL};
+    for (int i = 0; known[i]; i++)
+        if (strcmp(arch, known[i]) == 0)
+            return true;
+    return false;
+}
+
+/* ---- the kernels of a network and its training step -------------------------- */
+
+typedef struct Gpu {
+    DlcCtx *ctx;
+    const DlcModule *m;
+    const DlcNetwork *infer, *train;
+    DlcArena arena;
+    NvKernels nk;
+    int first_train;           /* the first launch of the training step */
+    char *ptx;                 /* malloc'd */
+    LLVMContextRef llvm;
+    LLVMModuleRef mod;
+} Gpu;
+
+static bool build_kernels(Gpu *g) {
+    bool ok = true;
+    const DlcNetwork *nets[2] = {g->infer, g->train};
+    const char *tags[2] = {"infer", "train"};
+    for (int k = 0; k < 2; k++) {
+        if (k == 1)
+            g->first_train = g->nk.nlaunches;
+        for (int i = 0; nets[k] && i < nets[k]->nops; i++) {
+            char tag[64];
+            snprintf(tag, sizeof tag, "%s_op%d", tags[k], i);
+            ok &= nv_op_kernels(&g->nk, nets[k]->ops[i], tag);
+        }
+    }
+    return ok;
+}
+
+/* LLVM IR to PTX: verify, optimize, emit. */
+static bool to_ptx(Gpu *g, const char *arch) {
+    static bool initialized;
+    if (!initialized) {
+        LLVMInitializeNVPTXTargetInfo();
+        LLVMInitializeNVPTXTarget();
+        LLVMInitializeNVPTXTargetMC();
+        LLVMInitializeNVPTXAsmPrinter();
+        initialized = true;
+    }
+    const char *triple = "nvptx64-nvidia-cuda";
+    char *msg = NULL;
+    if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &msg)) {
+        fprintf(stderr, "%s\n", msg);
+        LLVMDisposeMessage(msg);
+        dlc_unreachable("nvptx: the kernels' LLVM IR does not verify");
+    }
+    LLVMDisposeMessage(msg);
+    LLVMTargetRef target;
+    if (LLVMGetTargetFromTriple(triple, &target, &msg)) {
+        dlc_error(g->ctx, DLC_NOLOC, "nvptx: LLVM has no NVPTX backend: %s", msg);
+        LLVMDisposeMessage(msg);
+        return false;
+    }
+    LLVMTargetMachineRef tm = LLVMCreateTargetMachine(target, triple, arch, ptx_features(arch),
+                                                      LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                                      LLVMCodeModelDefault);
+    LLVMSetTarget(g->mod, triple);
+    LLVMTargetDataRef layout = LLVMCreateTargetDataLayout(tm);
+    LLVMSetModuleDataLayout(g->mod, layout);
+    LLVMDisposeTargetData(layout);
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    LLVMErrorRef e = LLVMRunPasses(g->mod, "default<O3>", tm, po);
+    LLVMDisposePassBuilderOptions(po);
+    if (e) {
+        char *text = LLVMGetErrorMessage(e);
+        dlc_error(g->ctx, DLC_NOLOC, "nvptx: LLVM's optimizer failed: %s", text);
+        LLVMDisposeErrorMessage(text);
+        LLVMDisposeTargetMachine(tm);
+        return false;
+    }
+    LLVMMemoryBufferRef buf;
+    bool ok = !LLVMTargetMachineEmitToMemoryBuffer(tm, g->mod, LLVMAssemblyFile, &msg, &buf);
+    if (ok) {
+        size_t len = LLVMGetBufferSize(buf);
+        g->ptx = malloc(len + 1);
+        memcpy(g->ptx, LLVMGetBufferStart(buf), len);
+        g->ptx[len] = 0;
+        LLVMDisposeMemoryBuffer(buf);
+    } else {
+        dlc_error(g->ctx, DLC_NOLOC, "nvptx: the NVPTX backend failed: %s", msg);
+        LLVMDisposeMessage(msg);
+    }
+    LLVMDisposeTargetMachine(tm);
+    return ok;
+}
+
+static bool gpu_init(Gpu *g, DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
+                     const char *arch) {
+    *g = (Gpu){.ctx = ctx, .m = m, .infer = net};
+    char train_name[512];
+    snprintf(train_name, sizeof train_name, "%s.train", net->name);
+    g->train = dlc_module_find_network(m, train_name);
+    g->llvm = LLVMContextCreate();
+    g->mod = LLVMModuleCreateWithNameInContext(net->name, g->llvm);
+    g->nk.arena = &g->arena;
+    g->nk.ctx = ctx;
+    g->nk.multiprocessors = 132; /* an H100's; the split of weight gradients aims at it */
+    kb_init(&g->nk.kb, g->llvm, g->mod);
+    bool ok = build_kernels(g);
+    return ok && to_ptx(g, arch);
+}
+
+static void gpu_free(Gpu *g) {
+    kb_dispose(&g->nk.kb);
+    LLVMDisposeModule(g->mod);
+    LLVMContextDispose(g->llvm);
+    free(g->ptx);
+    dlc_arena_free(&g->arena);
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+typedef struct Out {
+    FILE *f;
+    char *buf;
+    size_t len;
+} Out;
+
+__attribute__((format(printf, 2, 3))) static void put(Out *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(o->f, fmt, ap);
+    va_end(ap);
+}
+
+static bool write_file(DlcCtx *ctx, const char *path, const char *text, size_t len) {
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    bool ok = f && fwrite(text, 1, len, f) == len;
+    if (f)
+        ok = (fclose(f) == 0) && ok;
+    if (ok)
+        ok = rename(tmp, path) == 0;
+    if (!ok) {
+        dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", path, strerror(errno));
+        unlink(tmp);
+    }
+    return ok;
+}
+
+/* ---- --emit=ptx ---------------------------------------------------------------- */
+
+bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const char *arch, const char *path) {
+    const DlcNetwork *net = NULL;
+    int count = 0;
+    for (int i = 0; i < m->nnetworks; i++)
+        if (!dlc_is_train_network(m->networks[i]->name, NULL)) {
+            net = net ? net : m->networks[i];
+            count++;
+        }
+    if (count != 1) {
+        dlc_error(ctx, DLC_NOLOC, "--emit=ptx writes the kernels of one network; the input has %d",
+                  count);
+        return false;
+    }
+    Gpu g;
+    bool ok = gpu_init(&g, ctx, m, net, arch);
+    if (ok)
+        ok = strcmp(path, "-") == 0 ? fputs(g.ptx, stdout) >= 0 : write_file(ctx, path, g.ptx, strlen(g.ptx));
+    gpu_free(&g);
+    return ok;
+}
+
+/* ---- the generated C --------------------------------------------------------------- */
+
+/* Every parameter and buffer in the order of the CPU target's parameter
+ * block (cpu.c: the network's, then those only the training step has),
+ * with their offsets; NAME_cuda_create checks at run time that the CPU
+ * code agrees. */
+typedef struct Params {
+    DlcMap off; /* name -> offset + 1 */
+    int64_t floats;
+    int count;
+} Params;
+
+static void add_params(Params *p, const DlcNetwork *net) {
+    for (int i = 0; net && i < net->nparams; i++) {
+        const DlcValue *v = net->params[i];
+        if (dlc_map_get(&p->off, v->name))
+            continue;
+        dlc_map_put(&p->off, v->name, (void *)(intptr_t)(p->floats + 1));
+        p->floats += dlc_plan_elements(v);
+        p->count++;
+    }
+}
+
+/* The device address of value v (in bytes from the named base). */
+static const char *device_ptr(Gpu *g, const Params *pp, const DlcMemPlan *plan, const DlcValue *v) {
+    switch (v->kind) {
+    case DLC_VAL_PARAM:
+        return dlc_arena_printf(&g->arena, "net->params + 4u * %lld",
+                                (long long)((intptr_t)dlc_map_get(&pp->off, v->name) - 1));
+    case DLC_VAL_INPUT:
+        return v->type.dtype == DLC_I32 ? "net->labels" : "net->x";
+    case DLC_VAL_OP: {
+        int64_t off = dlc_plan_offset(plan, v);
+        if (v->type.batched)
+            return dlc_arena_printf(&g->arena, "net->act + 4u * (%lld * net->max_batch)", (long long)off);
+        return dlc_arena_printf(&g->arena, "net->act + 4u * (%lld * net->max_batch + %lld)",
+                                (long long)plan->size[0], (long long)off);
+    }
+    }
+    return "0";
+}
+
+/* The launches of one network, in order, as a function. */
+static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, const DlcMemPlan *plan,
+                    int first, int end, const char *tag, bool train) {
+    put(o, "\nstatic DlrtStatus run_%s(%sCuda *net, int64_t n%s, DlrtError *err) {\n"
+           "    int32_t n32 = (int32_t)n;\n    DlrtStatus st;\n", tag, g->infer->name,
+        train ? ", bool update, float lr" : "");
+    for (int k = first; k < end; k++) {
+        const NvLaunch *l = &g->nk.launches[k];
+        const DlcOp *op = l->op;
+        int index = 0;
+        while (net->ops[index] != op)
+            index++;
+        put(o, "    %s{ /* %s */\n", dlc_op_is_update(op->kind) ? "if (update) " : "",
+            dlc_op_info(op->kind)->name);
+        for (int i = 0; i < l->nptrs; i++) {
+            int s = l->ptrs[i];
+            const char *at = s == NV_WORKSPACE ? "net->work"
+                             : s >= NV_RESULT ? device_ptr(g, pp, plan, op->out[s - NV_RESULT])
+                                              : device_ptr(g, pp, plan, op->in[s]);
+            put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
+        }
+        for (int i = 1; i < l->nscalars; i++) {
+            int s = l->scalars[i];
+            if (s == NV_SC_SEED)
+                put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
+            else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
+                put(o, "        int32_t s%d = net->step;\n", i);
+            else
+                put(o, "        float s%d = lr;\n", i);
+        }
+        put(o, "        void *args[] = {");
+        for (int i = 0; i < l->nptrs; i++)
+            put(o, "&p%d, ", i);
+        put(o, "&n32");
+        for (int i = 1; i < l->nscalars; i++)
+            put(o, ", &s%d", i);
+        put(o, "};\n");
+        put(o, "        int64_t items = %lld * n + %lld;\n", (long long)l->gx_per_n, (long long)l->gx_fixed);
+        put(o, "        const unsigned grid[3] = {(unsigned)((items + %lld) / %lld), %lld, %lld};\n",
+            (long long)(l->gx_div - 1), (long long)l->gx_div, (long long)l->gy, (long long)l->gz);
+        put(o, "        const unsigned block[3] = {%d, 1, 1};\n", l->block);
+        const char *name = op->nout ? op->out[0]->name : dlc_op_info(op->kind)->name;
+        put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s\", err)))\n"
+               "            return st;\n    }\n", k, name);
+    }
+    put(o, "    return DLRT_OK;\n}\n");
+}
+
+static int64_t max_input_floats(const DlcNetwork *net) {
+    for (int i = 0; i < net->ninputs; i++)
+        if (net->inputs[i]->type.batched && net->inputs[i]->type.dtype == DLC_F32)
+            return dlc_type_numel(&net->inputs[i]->type);
+    return 0;
+}
+
+/* The largest tensor, per sample and fixed, for the 32-bit index check. */
+static void largest(const DlcNetwork *net, int64_t *per, int64_t *fix) {
+    for (int i = 0; net && i < net->nops; i++)
+        for (int r = 0; r < net->ops[i]->nout; r++) {
+            const DlcValue *v = net->ops[i]->out[r];
+            int64_t e = dlc_type_numel(&v->type);
+            if (v->type.batched && e > *per)
+                *per = e;
+            if (!v->type.batched && e > *fix)
+                *fix = e;
+        }
+}
+
+static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
+    const DlcNetwork *net = g->infer, *tn = g->train;
+    const char *p = net->name, *T = dlc_arena_printf(&g->arena, "%c%s", net->name[0] >= 'a' && net->name[0] <= 'z' ? net->name[0] - 'a' + 'A' : net->name[0], net->name + 1);
+    Params pp = {0};
+    dlc_map_init(&pp.off, &g->arena);
+    add_params(&pp, net);
+    add_params(&pp, tn);
+    DlcPlanKind kind = opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
+    DlcMemPlan si, st;
+    dlc_plan_memory(&g->arena, net, kind, &si);
+    if (tn)
+        dlc_plan_memory(&g->arena, tn, kind, &st);
+    int64_t part0 = si.size[0], part1 = si.size[1];
+    if (tn) {
+        part0 = st.size[0] > part0 ? st.size[0] : part0;
+        part1 = st.size[1] > part1 ? st.size[1] : part1;
+    }
+    int64_t work = 0;
+    for (int k = 0; k < g->nk.nlaunches; k++)
+        work = g->nk.launches[k].workspace > work ? g->nk.launches[k].workspace : work;
+    int64_t per = 0, fix = 0;
+    largest(net, &per, &fix);
+    largest(tn, &per, &fix);
+    const DlcValue *loss = NULL;
+    for (int i = 0; tn && i < tn->noutputs; i++)
+        if (tn->outputs[i]->type.rank == 0)
+            loss = tn->outputs[i];
+    const DlcValue *out0 = net->outputs[0];
+
+    Out o;
+    o.f = open_memstream(&o.buf, &o.len);
+    put(&o, "/* %s_cuda.c — generated by dlc %s from %s; do not edit.\n *\n"
+            " * The network '%s' on an NVIDIA GPU: its PTX (from LLVM's NVPTX backend,\n"
+            " * for %s) and the code that runs it through libdlrt's CUDA layer.\n"
+            " * See codegen/nvptx/nvptx.c. */\n"
+            "#include <stdlib.h>\n#include <string.h>\n\n#include \"%s.h\"\n\n",
+        p, DLC_VERSION, g->m->source ? g->m->source : "IR", p, opt->gpu_arch, p);
+    put(&o, "static const char PTX[] =\n");
+    for (const char *s = g->ptx; *s;) {
+        const char *nl = strchr(s, '\n');
+        size_t len = nl ? (size_t)(nl - s) : strlen(s);
+        put(&o, "    \"");
+        for (size_t i = 0; i < len; i++)
+            put(&o, "%s", s[i] == '"' ? "\\\"" : s[i] == '\\' ? "\\\\" : s[i] == '\t' ? "\\t" : (char[2]){s[i], 0});
+        put(&o, "\\n\"\n");
+        s += len + (nl ? 1 : 0);
+    }
+    put(&o, "    ;\n\n");
+    put(&o, "static const char *const KERNELS[%d] = {\n", g->nk.nlaunches ? g->nk.nlaunches : 1);
+    for (int k = 0; k < g->nk.nlaunches; k++)
+        put(&o, "    \"%s\",\n", g->nk.launches[k].kernel);
+    put(&o, "};\n\n");
+    put(&o, "#define PARAM_FLOATS %lld\n#define ARENA_PER_SAMPLE %lld\n#define ARENA_FIXED %lld\n"
+            "#define WORK_FLOATS %lld\n#define INPUT_SIZE %lld\n#define OUTPUT_SIZE %lld\n"
+            "#define NTENSORS %d\n#define LARGEST_PER_SAMPLE %lld\n#define LARGEST_FIXED %lld\n\n",
+        (long long)pp.floats, (long long)part0, (long long)part1, (long long)work,
+        (long long)max_input_floats(net), (long long)dlc_type_numel(&out0->type), pp.count,
+        (long long)per, (long long)fix);
+    put(&o, "typedef struct %sCuda {\n"
+            "    %s *host;            /* batch 1 on the CPU: initialization, checkpoints */\n"
+            "    DlrtCuda *cu;\n"
+            "    DlrtCudaFunction fn[%d];\n"
+            "    DlrtDevicePtr params, act, work, x, labels, out;\n"
+            "    float *pinned_x, *pinned_out;  /* staging for batches and results */\n"
+            "    int32_t *pinned_labels;\n"
+            "    float pinned_loss_dummy;\n"
+            "    float *pinned_loss;\n"
+            "    int64_t max_batch;\n"
+            "    int32_t step;\n"
+            "    uint64_t seed;\n"
+            "    bool host_stale;     /* the device's parameters are newer */\n"
+            "} %sCuda;\n", p, T, g->nk.nlaunches ? g->nk.nlaunches : 1, p);
+    put(&o, "\n/* ---- inference: network @%s ---- */\n", net->name);
+    put_run(g, &o, &pp, net, &si, 0, tn ? g->first_train : g->nk.nlaunches, "infer", false);
+    if (tn) {
+        put(&o, "\n/* ---- training step: network @%s ---- */\n", tn->name);
+        put_run(g, &o, &pp, tn, &st, g->first_train, g->nk.nlaunches, "train", true);
+    }
+    put(&o, "\n/* ---- the API, as a DlrtModel ---- */\n\n");
+    put(&o,
+        "static void cuda_free(void *v) {\n"
+        "    %sCuda *net = v;\n"
+        "    if (!net)\n        return;\n"
+        "    if (net->cu) {\n"
+        "        dlrt_cuda_free(net->cu, net->params);\n        dlrt_cuda_free(net->cu, net->act);\n"
+        "        dlrt_cuda_free(net->cu, net->work);\n        dlrt_cuda_free(net->cu, net->x);\n"
+        "        dlrt_cuda_free(net->cu, net->labels);\n        dlrt_cuda_free(net->cu, net->out);\n"
+        "        dlrt_cuda_host_free(net->cu, net->pinned_x);\n        dlrt_cuda_host_free(net->cu, net->pinned_out);\n"
+        "        dlrt_cuda_host_free(net->cu, net->pinned_labels);\n        dlrt_cuda_host_free(net->cu, net->pinned_loss);\n"
+        "        dlrt_cuda_close(net->cu);\n    }\n"
+        "    %s_free(net->host);\n    free(net);\n}\n\n", p, p);
+    put(&o,
+        "/* Parameters, buffers and optimizer state from the host's block to the device's. */\n"
+        "static DlrtStatus upload_params(%sCuda *net, DlrtError *err) {\n"
+        "    DlrtStatus st = dlrt_cuda_upload(net->cu, net->params, %s_tensor(net->host, 0).data,\n"
+        "                                     sizeof(float) * PARAM_FLOATS, \"the parameters\", err);\n"
+        "    return st ? st : dlrt_cuda_sync(net->cu, \"the parameters' upload\", err);\n}\n\n"
+        "static DlrtStatus download_params(%sCuda *net, DlrtError *err) {\n"
+        "    if (!net->host_stale)\n        return DLRT_OK;\n"
+        "    DlrtStatus st = dlrt_cuda_download(net->cu, %s_tensor(net->host, 0).data, net->params,\n"
+        "                                       sizeof(float) * PARAM_FLOATS, \"the parameters\", err);\n"
+        "    if (!st)\n        st = dlrt_cuda_sync(net->cu, \"the parameters' download\", err);\n"
+        "    if (!st) {\n        net->host_stale = false;\n        %s_set_step(net->host, net->step);\n    }\n"
+        "    return st;\n}\n\n", p, p, p, p, p);
+    put(&o,
+        "static DlrtStatus cuda_create(void **out, int64_t max_batch, uint64_t seed, DlrtError *err) {\n"
+        "    *out = NULL;\n"
+        "    if (max_batch < 1)\n"
+        "        return dlrt_fail(err, DLRT_E_ARG, \"the largest batch must be at least 1, not %%lld\", (long long)max_batch);\n"
+        "    /* the kernels index in 32 bits */\n"
+        "    if (LARGEST_PER_SAMPLE * max_batch + LARGEST_FIXED >= ((int64_t)1 << 31))\n"
+        "        return dlrt_fail(err, DLRT_E_RANGE, \"a batch of %%lld makes a tensor of 2^31 elements or more, \"\n"
+        "                         \"more than the GPU kernels index; use a smaller batch\", (long long)max_batch);\n"
+        "    %sCuda *net = calloc(1, sizeof *net);\n"
+        "    if (!net)\n        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory\");\n"
+        "    net->max_batch = max_batch;\n    net->seed = seed;\n"
+        "    DlrtStatus st = %s_create(&net->host, 1, seed, err);\n"
+        "    if (!st) {\n"
+        "        DlrtTensor first = %s_tensor(net->host, 0), last = %s_tensor(net->host, NTENSORS - 1);\n"
+        "        int64_t count = 1;\n"
+        "        for (int d = 0; d < last.rank; d++)\n            count *= last.dims[d];\n"
+        "        if ((float *)last.data + count - (float *)first.data > PARAM_FLOATS)\n"
+        "            st = dlrt_fail(err, DLRT_E_ARG, \"internal error: the CPU and GPU code disagree on the parameters' layout\");\n"
+        "    }\n"
+        "    if (!st)\n        st = dlrt_cuda_open(&net->cu, PTX, err);\n"
+        "    for (int k = 0; !st && k < %d; k++)\n"
+        "        st = dlrt_cuda_function(net->cu, KERNELS[k], &net->fn[k], err);\n"
+        "    if (!st) { /* the whole need first: a clear message before any allocation */\n"
+        "        size_t need = sizeof(float) * (size_t)(PARAM_FLOATS + ARENA_PER_SAMPLE * max_batch + ARENA_FIXED\n"
+        "                                             + WORK_FLOATS + (INPUT_SIZE + OUTPUT_SIZE + 1) * max_batch);\n"
+        "        size_t free_bytes, total;\n"
+        "        st = dlrt_cuda_mem_info(net->cu, &free_bytes, &total, err);\n"
+        "        if (!st && need > free_bytes)\n"
+        "            st = dlrt_fail(err, DLRT_E_NOMEM, \"%s needs %%.1f MiB on the GPU at a batch of %%lld; \"\n"
+        "                           \"%%s has %%.1f MiB free of %%.1f MiB\", need / 1048576.0, (long long)max_batch,\n"
+        "                           dlrt_cuda_device_name(net->cu), free_bytes / 1048576.0, total / 1048576.0);\n"
+        "    }\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * PARAM_FLOATS + 4, &net->params, \"the parameters\", err);\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * (size_t)(ARENA_PER_SAMPLE * max_batch + ARENA_FIXED) + 4, &net->act, \"the activations\", err);\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * WORK_FLOATS + 4, &net->work, \"the scratch memory\", err);\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * (size_t)(INPUT_SIZE * max_batch) + 4, &net->x, \"the input batch\", err);\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(int32_t) * (size_t)max_batch + 4, &net->labels, \"the labels\", err);\n"
+        "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float) * (size_t)(INPUT_SIZE * max_batch) + 4, (void **)&net->pinned_x, err);\n"
+        "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float) * (size_t)(OUTPUT_SIZE * max_batch) + 4, (void **)&net->pinned_out, err);\n"
+        "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(int32_t) * (size_t)max_batch + 4, (void **)&net->pinned_labels, err);\n"
+        "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float), (void **)&net->pinned_loss, err);\n"
+        "    if (!st) st = upload_params(net, err);\n"
+        "    if (st) {\n        cuda_free(net);\n        return st;\n    }\n"
+        "    *out = net;\n    return DLRT_OK;\n}\n\n",
+        p, p, p, p, g->nk.nlaunches, p);
+    put(&o,
+        "static DlrtStatus check_batch(%sCuda *net, int64_t n, DlrtError *err) {\n"
+        "    if (n < 1 || n > net->max_batch)\n"
+        "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
+        "    return DLRT_OK;\n}\n\n"
+        "static DlrtStatus upload_batch(%sCuda *net, int64_t n, const float *x, const int32_t *labels, DlrtError *err) {\n"
+        "    memcpy(net->pinned_x, x, sizeof(float) * (size_t)(n * INPUT_SIZE));\n"
+        "    DlrtStatus st = dlrt_cuda_upload(net->cu, net->x, net->pinned_x, sizeof(float) * (size_t)(n * INPUT_SIZE), \"the input batch\", err);\n"
+        "    if (!st && labels) {\n"
+        "        memcpy(net->pinned_labels, labels, sizeof(int32_t) * (size_t)n);\n"
+        "        st = dlrt_cuda_upload(net->cu, net->labels, net->pinned_labels, sizeof(int32_t) * (size_t)n, \"the labels\", err);\n"
+        "    }\n    return st;\n}\n\n", p, p);
+    const char *out_ptr = device_ptr(g, &pp, &si, out0);
+    put(&o,
+        "static DlrtStatus cuda_forward(void *v, int64_t n, const float *x, float *out, DlrtError *err) {\n"
+        "    %sCuda *net = v;\n"
+        "    DlrtStatus st = check_batch(net, n, err);\n"
+        "    if (!st) st = upload_batch(net, n, x, NULL, err);\n"
+        "    if (!st) st = run_infer(net, n, err);\n"
+        "    if (!st) st = dlrt_cuda_download(net->cu, net->pinned_out, %s, sizeof(float) * (size_t)(n * OUTPUT_SIZE), \"the outputs\", err);\n"
+        "    if (!st) st = dlrt_cuda_sync(net->cu, \"the forward pass\", err);\n"
+        "    if (!st) memcpy(out, net->pinned_out, sizeof(float) * (size_t)(n * OUTPUT_SIZE));\n"
+        "    return st;\n}\n\n", p, out_ptr);
+    if (tn && loss) {
+        const char *loss_ptr = device_ptr(g, &pp, &st, loss);
+        put(&o,
+            "static DlrtStatus step(%sCuda *net, int64_t n, const float *x, const int32_t *labels, bool update,\n"
+            "                       float lr, float *loss, DlrtError *err) {\n"
+            "    DlrtStatus st = check_batch(net, n, err);\n"
+            "    if (!st) st = upload_batch(net, n, x, labels, err);\n"
+            "    if (!st && update) {\n        net->step++;\n        net->host_stale = true;\n    }\n"
+            "    if (!st) st = run_train(net, n, update, lr, err);\n"
+            "    if (!st) st = dlrt_cuda_download(net->cu, net->pinned_loss, %s, sizeof(float), \"the loss\", err);\n"
+            "    if (!st) st = dlrt_cuda_sync(net->cu, \"the training step\", err);\n"
+            "    if (!st) *loss = *net->pinned_loss;\n"
+            "    return st;\n}\n\n"
+            "static DlrtStatus cuda_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
+            "                                  float lr, float *loss, DlrtError *err) {\n"
+            "    return step(net, n, x, labels, true, lr, loss, err);\n}\n\n"
+            "static DlrtStatus cuda_gradients(void *net, int64_t n, const float *x, const int32_t *labels,\n"
+            "                                 float *loss, DlrtError *err) {\n"
+            "    return step(net, n, x, labels, false, 0, loss, err);\n}\n\n", p, loss_ptr);
+        /* where each tensor's gradient lives on the device */
+        put(&o, "static DlrtTensor cuda_gradient(void *v, int i) {\n    %sCuda *net = v;\n"
+                "    static const int64_t at[%d] = {", p, pp.count ? pp.count : 1);
+        const DlcValue **order = dlc_arena_alloc(&g->arena, sizeof(void *) * (size_t)(pp.count + 1));
+        for (int k = 0, idx = 0; k < 2; k++) {
+            const DlcNetwork *nn = k ? tn : net;
+            for (int i = 0; i < nn->nparams; i++) {
+                int64_t off = (intptr_t)dlc_map_get(&pp.off, nn->params[i]->name) - 1;
+                bool seen = false;
+                for (int j = 0; j < idx; j++)
+                    seen |= (intptr_t)dlc_map_get(&pp.off, order[j]->name) - 1 == off;
+                if (!seen)
+                    order[idx++] = nn->params[i];
+            }
+        }
+        for (int i = 0; i < pp.count; i++) {
+            const DlcValue *gv = dlc_param_gradient(tn, order[i]);
+            put(&o, "%s%lld", i ? ", " : "", gv ? (long long)dlc_plan_offset(&st, gv) : -1LL);
+        }
+        put(&o, "};\n"
+                "    DlrtTensor t = %s_gradient(net->host, i);\n"
+                "    if (t.data && at[i] >= 0) {\n"
+                "        int64_t count = 1;\n"
+                "        for (int d = 0; d < t.rank; d++)\n            count *= t.dims[d];\n"
+                "        DlrtError err;\n"
+                "        if (dlrt_cuda_download(net->cu, t.data, net->act + 4u * (%lld * net->max_batch + at[i]),\n"
+                "                               sizeof(float) * (size_t)count, t.name, &err) ||\n"
+                "            dlrt_cuda_sync(net->cu, t.name, &err))\n"
+                "            t.data = NULL;\n"
+                "    }\n    return t;\n}\n\n", p, (long long)st.size[0]);
+    }
+    put(&o,
+        "static DlrtTensor cuda_tensor(void *v, int i) {\n    %sCuda *net = v;\n"
+        "    DlrtError err;\n"
+        "    DlrtTensor t = %s_tensor(net->host, i);\n"
+        "    if (download_params(net, &err))\n        t.data = NULL;\n"
+        "    return t;\n}\n\n"
+        "static DlrtStatus cuda_save(const void *v, const char *path, const DlrtMeta *extra, int nextra,\n"
+        "                            DlrtError *err) {\n"
+        "    %sCuda *net = (%sCuda *)v;\n"
+        "    DlrtStatus st = download_params(net, err);\n"
+        "    return st ? st : %s_save_with(net->host, path, extra, nextra, err);\n}\n\n"
+        "static DlrtStatus cuda_load(void *v, const char *path, DlrtMeta **meta, int *nmeta, DlrtError *err) {\n"
+        "    %sCuda *net = v;\n"
+        "    DlrtStatus st = download_params(net, err);\n"
+        "    if (!st) st = %s_load_with(net->host, path, meta, nmeta, err);\n"
+        "    if (!st) {\n        net->step = %s_step(net->host);\n        st = upload_params(net, err);\n    }\n"
+        "    return st;\n}\n\n", p, p, p, p, p, p, p, p);
+    put(&o,
+        "const DlrtModel %s_cuda_model_table(void);\n"
+        "static DlrtModel table;\n"
+        "const DlrtModel *%s_cuda_model(void) {\n"
+        "    /* the CPU table's description, this file's functions */\n"
+        "    if (!table.name) {\n"
+        "        table = %s_model;\n"
+        "        table.cuda = NULL;\n"
+        "        table.device = \"cuda\";\n"
+        "        table.create = cuda_create;\n        table.free = cuda_free;\n"
+        "        table.forward = cuda_forward;\n        table.tensor = cuda_tensor;\n"
+        "        table.save = cuda_save;\n        table.load = cuda_load;\n"
+        "        table.check = NULL;\n", p, p, p);
+    if (tn && loss)
+        put(&o, "        table.train_step = cuda_train_step;\n        table.gradients = cuda_gradients;\n"
+                "        table.gradient = cuda_gradient;\n");
+    put(&o, "    }\n    return &table;\n}\n");
+    fclose(o.f);
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s_cuda.c", dir, p);
+    bool ok = write_file(g->ctx, path, o.buf, o.len);
+    free(o.buf);
+    return ok;
+}
+
+static bool nvptx_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *dir) {
+    bool ok = true;
+    for (int i = 0; i < m->nnetworks && ok; i++) {
+        if (dlc_is_train_network(m->networks[i]->name, NULL))
+            continue;
+        Gpu g;
+        ok = gpu_init(&g, ctx, m, m->networks[i], opt->gpu_arch) && emit_host(&g, opt, dir);
+        gpu_free(&g);
+    }
+    return ok;
+}
+
+static const char *const nvptx_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse",
+                                           "recompute", NULL};
+
+const DlcTarget dlc_target_nvptx = {
+    .name = "cuda",
+    .summary = "PTX for NVIDIA GPUs (NAME_cuda.c, with the CPU's NAME.c and NAME.h)",
+    .passes = nvptx_passes,
+    .emit = nvptx_emit,
+};

@@ -1,0 +1,53 @@
+/* nvptx.h — what the NVPTX target's files share.
+ *
+ *   kb.c       the kernel builder (kb.h): LLVM IR for loops, ifs, shared memory
+ *   kernels.c  the kernels of each op, and how the host launches them
+ *   nvptx.c    the target: a module per network pair, PTX from LLVM's NVPTX
+ *              backend, and the C that embeds the PTX and drives the GPU
+ */
+#ifndef DLC_NVPTX_H
+#define DLC_NVPTX_H
+
+#include "../../ir/ir.h"
+#include "kb.h"
+
+/* Where a launch's pointer arguments come from: operand i of the op (i),
+ * result r (NV_RESULT + r), or the network's scratch memory. */
+enum { NV_RESULT = 100, NV_WORKSPACE = 200 };
+/* Its scalar arguments, after the pointers: the batch n (i32), the op's
+ * seed for random numbers (i64), or a scalar operand i such as the
+ * learning rate or the step (NV_SCALAR + i, of the operand's type). */
+enum { NV_SC_N = 0, NV_SC_SEED = 1, NV_SCALAR = 100 };
+
+#define NV_MAX_PTRS 24
+
+/* One kernel launch of an op: the host code (nvptx.c) makes them in order. */
+typedef struct NvLaunch {
+    const DlcOp *op;
+    const char *kernel;            /* its name in the PTX */
+    int ptrs[NV_MAX_PTRS], nptrs;  /* pointer arguments */
+    int scalars[4], nscalars;      /* then scalar arguments */
+    /* grid.x = ceil((per_n * n + fixed) / div); grid.y, grid.z fixed */
+    int64_t gx_per_n, gx_fixed, gx_div;
+    int64_t gy, gz;
+    int block;                     /* threads per block (1-d) */
+    int64_t workspace;             /* floats of scratch it uses (NV_WORKSPACE) */
+} NvLaunch;
+
+/* The kernels of a module being built. */
+typedef struct NvKernels {
+    Kb kb;
+    DlcArena *arena;
+    DlcCtx *ctx;
+    NvLaunch *launches;
+    int nlaunches, caplaunches;
+    int multiprocessors;           /* the machine the grids are shaped for */
+} NvKernels;
+
+/* kernels.c: appends op's kernels to the module and their launches to nk
+ * (none for ops that move nothing: param_grad, or an in-place copy);
+ * `tag` names them uniquely ("train_op12").  Reports an unsupported op
+ * through nk->ctx and returns false. */
+bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag);
+
+#endif /* DLC_NVPTX_H */
