@@ -42,6 +42,9 @@ extern const DlcTarget dlc_target_cpu;
  * drives: a classifier with its training step (after autodiff and
  * optimizer). */
 bool dlc_cpu_is_program(const DlcModule *m, const DlcNetwork *net);
+/* The C target's pipeline (after the default one), which the nvptx target
+ * shares: both generate code from the same IR. */
+extern const char *const dlc_cpu_passes[];
 
 /* nvptx/nvptx.c */
 extern const DlcTarget dlc_target_nvptx;

@@ -1099,12 +1099,12 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
     return ok;
 }
 
-static const char *const cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse",
+const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse",
                                             "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "c",
     .summary = "C for the CPU (NAME.h and NAME.c), calling libdlrt",
-    .passes = cpu_passes,
+    .passes = dlc_cpu_passes,
     .emit = cpu_emit,
 };

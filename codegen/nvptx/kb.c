@@ -251,9 +251,9 @@ void kb_if(Kb *kb, LLVMValueRef cond) {
 }
 
 void kb_else(Kb *kb) {
-    KbNest *n = &kb->nest[kb->depth - 1];
-    if (kb->depth == 0 || n->loop || n->has_else)
+    if (kb->depth == 0 || kb->nest[kb->depth - 1].loop || kb->nest[kb->depth - 1].has_else)
         die("else without an if");
+    KbNest *n = &kb->nest[kb->depth - 1];
     LLVMBuildBr(kb->b, n->b);
     LLVMPositionBuilderAtEnd(kb->b, n->a);
     n->has_else = true;

@@ -892,9 +892,9 @@ static LLVMValueRef gemm_a(Kb *kb, const Gemm *g, LLVMValueRef *p, LLVMValueRef 
         break;
     }
     }
-    return kb_load_if(kb, valid, p[0 + (g->kind == DLC_OP_DENSE || g->kind == DLC_OP_CONV2D ||
-                                         g->kind == DLC_OP_DENSE_GRAD_INPUT ||
-                                         g->kind == DLC_OP_CONV2D_GRAD_INPUT)], at);
+    /* the weight (operand 1), except in the weight gradients: dy (operand 0) */
+    bool weight_grad = g->kind == DLC_OP_DENSE_GRAD_WEIGHT || g->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
+    return kb_load_if(kb, valid, p[weight_grad ? 0 : 1], at);
 }
 
 /* The input image's element (s, c, y, x) of a convolution, 0 in the padding. */
@@ -905,23 +905,29 @@ static LLVMValueRef image_at(Kb *kb, const Gemm *g, LLVMValueRef img, LLVMValueR
     return kb_load_if(kb, inside, img, at);
 }
 
+/* Element (c, r) of output position (s, q) of the unrolled input of a
+ * convolution (im2col, never built): the input pixel under kernel tap r of
+ * channel c of group grp, 0 in the padding. */
+static LLVMValueRef im2col(Kb *kb, const Gemm *g, LLVMValueRef img, LLVMValueRef grp,
+                           LLVMValueRef position, LLVMValueRef column, LLVMValueRef valid) {
+    int64_t q = g->oh * g->ow, kk = g->kh * g->kw, cg = g->c / g->groups;
+    LLVMValueRef s = kb_divi(kb, position, q), pq = kb_remi(kb, position, q);
+    LLVMValueRef oy = kb_divi(kb, pq, g->ow), ox = kb_remi(kb, pq, g->ow);
+    LLVMValueRef c = kb_divi(kb, column, kk), r = kb_remi(kb, column, kk);
+    LLVMValueRef ky = kb_divi(kb, r, g->kw), kx = kb_remi(kb, r, g->kw);
+    LLVMValueRef iy = kb_add(kb, kb_addi(kb, kb_muli(kb, oy, g->sh), -g->ph), kb_muli(kb, ky, g->dh));
+    LLVMValueRef ix = kb_add(kb, kb_addi(kb, kb_muli(kb, ox, g->sw), -g->pw), kb_muli(kb, kx, g->dw));
+    return image_at(kb, g, img, s, kb_add(kb, kb_muli(kb, grp, cg), c), iy, ix, valid);
+}
+
 static LLVMValueRef gemm_b(Kb *kb, const Gemm *g, LLVMValueRef *p, LLVMValueRef grp,
                            LLVMValueRef k, LLVMValueRef j, LLVMValueRef valid) {
-    int64_t kk = g->kh * g->kw, cg = g->groups ? g->c / g->groups : 0;
+    int64_t kk = g->kh * g->kw;
     switch (g->kind) {
     case DLC_OP_DENSE: return kb_load_if(kb, valid, p[0], kb_add(kb, kb_muli(kb, j, g->in), k));       /* x[j, k] */
     case DLC_OP_DENSE_GRAD_INPUT: return kb_load_if(kb, valid, p[0], kb_add(kb, kb_muli(kb, j, g->units), k)); /* dy[j, k] */
     case DLC_OP_DENSE_GRAD_WEIGHT: return kb_load_if(kb, valid, p[1], kb_add(kb, kb_muli(kb, k, g->in), j));  /* x[k, j] */
-    case DLC_OP_CONV2D: { /* x at (s, q) = j, (c, r) = k */
-        int64_t q = g->oh * g->ow;
-        LLVMValueRef s = kb_divi(kb, j, q), pq = kb_remi(kb, j, q);
-        LLVMValueRef oy = kb_divi(kb, pq, g->ow), ox = kb_remi(kb, pq, g->ow);
-        LLVMValueRef c = kb_divi(kb, k, kk), r = kb_remi(kb, k, kk);
-        LLVMValueRef ky = kb_divi(kb, r, g->kw), kx = kb_remi(kb, r, g->kw);
-        LLVMValueRef iy = kb_add(kb, kb_addi(kb, kb_muli(kb, oy, g->sh), -g->ph), kb_muli(kb, ky, g->dh));
-        LLVMValueRef ix = kb_add(kb, kb_addi(kb, kb_muli(kb, ox, g->sw), -g->pw), kb_muli(kb, kx, g->dw));
-        return image_at(kb, g, p[0], s, kb_add(kb, kb_muli(kb, grp, cg), c), iy, ix, valid);
-    }
+    case DLC_OP_CONV2D: return im2col(kb, g, p[0], grp, j, k, valid); /* x at (s, q) = j, (c, r) = k */
     case DLC_OP_CONV2D_GRAD_INPUT: { /* dy at (s, oy, ox) for input pixel j = (s, y, x), k = (f, r) */
         int64_t hw = g->h * g->w, fg = g->f / g->groups;
         LLVMValueRef s = kb_divi(kb, j, hw), pq = kb_remi(kb, j, hw);
@@ -941,16 +947,7 @@ static LLVMValueRef gemm_b(Kb *kb, const Gemm *g, LLVMValueRef *p, LLVMValueRef 
         LLVMValueRef at = kb_add(kb, kb_muli(kb, kb_add(kb, kb_muli(kb, kb_add(kb, kb_muli(kb, s, g->f), fi), g->oh), oy), g->ow), ox);
         return kb_load_if(kb, kb_and(kb, valid, ok), p[0], at);
     }
-    default: { /* conv2d_grad_weight: x at k = (s, oy, ox), j = (c, ky, kx) */
-        int64_t q = g->oh * g->ow;
-        LLVMValueRef s = kb_divi(kb, k, q), pq = kb_remi(kb, k, q);
-        LLVMValueRef oy = kb_divi(kb, pq, g->ow), ox = kb_remi(kb, pq, g->ow);
-        LLVMValueRef c = kb_divi(kb, j, kk), r = kb_remi(kb, j, kk);
-        LLVMValueRef ky = kb_divi(kb, r, g->kw), kx = kb_remi(kb, r, g->kw);
-        LLVMValueRef iy = kb_add(kb, kb_addi(kb, kb_muli(kb, oy, g->sh), -g->ph), kb_muli(kb, ky, g->dh));
-        LLVMValueRef ix = kb_add(kb, kb_addi(kb, kb_muli(kb, ox, g->sw), -g->pw), kb_muli(kb, kx, g->dw));
-        return image_at(kb, g, p[1], s, kb_add(kb, kb_muli(kb, grp, cg), c), iy, ix, valid);
-    }
+    default: return im2col(kb, g, p[1], grp, k, j, valid); /* conv2d_grad_weight: x at (s, q) = k, (c, r) = j */
     }
 }
 

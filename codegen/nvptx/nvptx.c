@@ -231,19 +231,20 @@ bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const char *arch, const
  * with their offsets; NAME_cuda_create checks at run time that the CPU
  * code agrees. */
 typedef struct Params {
-    DlcMap off; /* name -> offset + 1 */
+    DlcMap off;             /* name -> offset + 1 */
+    const DlcValue **order; /* in block order: tensor i of the API */
+    int count, cap;
     int64_t floats;
-    int count;
 } Params;
 
-static void add_params(Params *p, const DlcNetwork *net) {
+static void add_params(DlcArena *arena, Params *p, const DlcNetwork *net) {
     for (int i = 0; net && i < net->nparams; i++) {
         const DlcValue *v = net->params[i];
         if (dlc_map_get(&p->off, v->name))
             continue;
         dlc_map_put(&p->off, v->name, (void *)(intptr_t)(p->floats + 1));
         p->floats += dlc_plan_elements(v);
-        p->count++;
+        DLC_PUSH(arena, p->order, p->count, p->cap, v);
     }
 }
 
@@ -339,8 +340,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
     const char *p = net->name, *T = dlc_arena_printf(&g->arena, "%c%s", net->name[0] >= 'a' && net->name[0] <= 'z' ? net->name[0] - 'a' + 'A' : net->name[0], net->name + 1);
     Params pp = {0};
     dlc_map_init(&pp.off, &g->arena);
-    add_params(&pp, net);
-    add_params(&pp, tn);
+    add_params(&g->arena, &pp, net);
+    add_params(&g->arena, &pp, tn);
     DlcPlanKind kind = opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
     DlcMemPlan si, st;
     dlc_plan_memory(&g->arena, net, kind, &si);
@@ -399,7 +400,6 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
             "    DlrtDevicePtr params, act, work, x, labels, out;\n"
             "    float *pinned_x, *pinned_out;  /* staging for batches and results */\n"
             "    int32_t *pinned_labels;\n"
-            "    float pinned_loss_dummy;\n"
             "    float *pinned_loss;\n"
             "    int64_t max_batch;\n"
             "    int32_t step;\n"
@@ -529,20 +529,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         /* where each tensor's gradient lives on the device */
         put(&o, "static DlrtTensor cuda_gradient(void *v, int i) {\n    %sCuda *net = v;\n"
                 "    static const int64_t at[%d] = {", p, pp.count ? pp.count : 1);
-        const DlcValue **order = dlc_arena_alloc(&g->arena, sizeof(void *) * (size_t)(pp.count + 1));
-        for (int k = 0, idx = 0; k < 2; k++) {
-            const DlcNetwork *nn = k ? tn : net;
-            for (int i = 0; i < nn->nparams; i++) {
-                int64_t off = (intptr_t)dlc_map_get(&pp.off, nn->params[i]->name) - 1;
-                bool seen = false;
-                for (int j = 0; j < idx; j++)
-                    seen |= (intptr_t)dlc_map_get(&pp.off, order[j]->name) - 1 == off;
-                if (!seen)
-                    order[idx++] = nn->params[i];
-            }
-        }
         for (int i = 0; i < pp.count; i++) {
-            const DlcValue *gv = dlc_param_gradient(tn, order[i]);
+            const DlcValue *gv = dlc_param_gradient(tn, pp.order[i]);
             put(&o, "%s%lld", i ? ", " : "", gv ? (long long)dlc_plan_offset(&st, gv) : -1LL);
         }
         put(&o, "};\n"
@@ -575,7 +563,6 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "    if (!st) {\n        net->step = %s_step(net->host);\n        st = upload_params(net, err);\n    }\n"
         "    return st;\n}\n\n", p, p, p, p, p, p, p, p);
     put(&o,
-        "const DlrtModel %s_cuda_model_table(void);\n"
         "static DlrtModel table;\n"
         "const DlrtModel *%s_cuda_model(void) {\n"
         "    /* the CPU table's description, this file's functions */\n"
@@ -586,7 +573,7 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        table.create = cuda_create;\n        table.free = cuda_free;\n"
         "        table.forward = cuda_forward;\n        table.tensor = cuda_tensor;\n"
         "        table.save = cuda_save;\n        table.load = cuda_load;\n"
-        "        table.check = NULL;\n", p, p, p);
+        "        table.check = NULL;\n", p, p);
     if (tn && loss)
         put(&o, "        table.train_step = cuda_train_step;\n        table.gradients = cuda_gradients;\n"
                 "        table.gradient = cuda_gradient;\n");
@@ -611,12 +598,9 @@ static bool nvptx_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *op
     return ok;
 }
 
-static const char *const nvptx_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse",
-                                           "recompute", NULL};
-
 const DlcTarget dlc_target_nvptx = {
     .name = "cuda",
     .summary = "PTX for NVIDIA GPUs (NAME_cuda.c, with the CPU's NAME.c and NAME.h)",
-    .passes = nvptx_passes,
+    .passes = dlc_cpu_passes, /* the GPU runs the IR the C target's pipeline makes */
     .emit = nvptx_emit,
 };
