@@ -40,7 +40,8 @@ typedef struct Options {
     bool dtype_given;
     DlcEmitOptions codegen;      /* --dtype, -fno-plan-memory */
     bool no_fuse;                /* -fno-fuse: the target's pipeline without fuse */
-    DlcPassOptions pass;         /* --mem-budget */
+    bool no_tile;                /* -fno-tile: ... without tile (im2col and BLAS) */
+    DlcPassOptions pass;         /* --mem-budget, --target-cpu */
 } Options;
 
 static void usage(FILE *out) {
@@ -75,6 +76,11 @@ static void usage(FILE *out) {
         "  -I DIR                 also look for imported files in DIR\n"
         "  -fno-fuse              leave out the fuse pass of the target's pipeline\n"
         "                         (ReLUs stay separate ops)\n"
+        "  -fno-tile              leave out the tile pass: every convolution calls\n"
+        "                         im2col and BLAS\n"
+        "  --target-cpu=SPEC      the CPU the tile pass chooses for, instead of this\n"
+        "                         one: l1=SIZE,l2=SIZE,vector=BYTES,registers=N (any of\n"
+        "                         them; SIZE with K or M)\n"
         "  -fno-plan-memory       give every value of the generated code memory of its\n"
         "                         own, instead of sharing it between values that are\n"
         "                         not live at the same time (for comparison)\n"
@@ -184,7 +190,8 @@ static int64_t parse_bytes(const char *option, const char *s) {
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH };
+           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH, OPT_NO_TILE,
+           OPT_TARGET_CPU };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -199,6 +206,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"Werror", no_argument, NULL, OPT_WERROR},
         {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
         {"fno-fuse", no_argument, NULL, OPT_NO_FUSE},
+        {"fno-tile", no_argument, NULL, OPT_NO_TILE},
+        {"target-cpu", required_argument, NULL, OPT_TARGET_CPU},
         {"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
         {"target", required_argument, NULL, OPT_TARGET},
         {"gpu-arch", required_argument, NULL, OPT_GPU_ARCH},
@@ -272,6 +281,17 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_WERROR: break; /* read again in main, it sits in the context */
         case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
         case OPT_NO_FUSE: o->no_fuse = true; break;
+        case OPT_NO_TILE: o->no_tile = true; break;
+        case OPT_TARGET_CPU: {
+            if (!o->pass.cpu.vector)
+                dlc_target_cpu_host(&o->pass.cpu);
+            const char *why = dlc_target_cpu_parse(optarg, &o->pass.cpu);
+            if (why) {
+                fprintf(stderr, "dlc: error: --target-cpu '%s': %s\n", optarg, why);
+                exit(2);
+            }
+            break;
+        }
         case OPT_MEM_BUDGET: o->pass.mem_budget = parse_bytes("--mem-budget", optarg); break;
         case OPT_TARGET:
             if (strcmp(optarg, "cpu") == 0)
@@ -535,7 +555,8 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     const char *target_passes[MAX_LIST + 1];
     int ntarget = 0;
     for (int i = 0; target && target->passes[i] && ntarget < MAX_LIST; i++)
-        if (!(o->no_fuse && strcmp(target->passes[i], "fuse") == 0))
+        if (!(o->no_fuse && strcmp(target->passes[i], "fuse") == 0) &&
+            !(o->no_tile && strcmp(target->passes[i], "tile") == 0))
             target_passes[ntarget++] = target->passes[i];
     target_passes[ntarget] = NULL;
     if (!run_passes(ctx, o, m, passes, errors) ||

@@ -185,6 +185,41 @@ static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
 
 /* ---- the rules ---------------------------------------------------------- */
 
+/* A convolution's tile (see ops.def), when the tile pass or IR text chose
+ * dlc's own loops: they compute stride-1, ungrouped convolutions as
+ * products over a zero-padded copy of the input (docs/passes.md), so the
+ * input's padding must be one the loops can make (for the gradient of the
+ * input, the padding of dy: at most the dilated kernel's extent), the
+ * register block's rows must divide the result's channels `rows`, and its
+ * columns be whole registers (or, for the weight gradient, the kernel's
+ * width). */
+static bool check_tile(DlcInfer *inf, int64_t rows) {
+    int64_t v = A("vector").i;
+    const int64_t *t = A("tile").pair, *k = A("kernel").pair, *s = A("stride").pair,
+                  *p = A("pad").pair, *d = A("dilation").pair;
+    if (v == 0 && t[0] == 0 && t[1] == 0)
+        return true;
+    const char *why = NULL;
+    if (v != 16 && v != 32 && v != 64)
+        why = "vector must be 16, 32 or 64 (bytes of a SIMD register)";
+    else if (s[0] != 1 || s[1] != 1 || A("groups").i != 1)
+        why = "dlc's own loops need stride 1 and groups=1";
+    else if (inf->kind == DLC_OP_CONV2D_GRAD_INPUT &&
+             (p[0] > (k[0] - 1) * d[0] || p[1] > (k[1] - 1) * d[1]))
+        why = "dlc's own loops need a padding no larger than the dilated kernel";
+    else if (t[0] < 1 || rows % t[0])
+        why = "the tile's rows must divide the result's channels";
+    else if (inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? t[1] != k[1]
+                                                    : t[1] < 1 || t[1] % (v / 4))
+        why = inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT
+                  ? "the tile's columns must be the kernel's width"
+                  : "the tile's columns must be a multiple of the floats in a register";
+    if (why)
+        dlc_error(inf->ctx, inf->loc, "%s: tile=[%lld, %lld] vector=%lld: %s", OPNAME,
+                  (long long)t[0], (long long)t[1], (long long)v, why);
+    return !why;
+}
+
 bool dlc_infer_conv2d(DlcInfer *inf) {
     if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]"))
         return false;
@@ -219,7 +254,7 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
               DLC_INIT_KAIMING_UNIFORM, true);
     if (A("bias").b)
         add_param(inf, "bias", x->dtype, 1, (int64_t[]){f}, DLC_INIT_ZEROS, true);
-    return check_sizes(inf);
+    return check_tile(inf, f) && check_sizes(inf);
 }
 
 bool dlc_infer_dense(DlcInfer *inf) {
@@ -561,7 +596,9 @@ static bool forward_gives(DlcInfer *inf, DlcOpKind kind, const DlcType *x,
     const DlcOpInfo *fwd = dlc_op_info(kind), *self = dlc_op_info(inf->kind);
     for (int i = 0; i < fwd->nattrs; i++) {
         int j = dlc_op_attr_index(inf->kind, fwd->attrs[i].name);
-        if (j >= 0)
+        /* the tile is the gradient's own (check_tile), not the forward's */
+        bool own = strcmp(fwd->attrs[i].name, "tile") == 0 || strcmp(fwd->attrs[i].name, "vector") == 0;
+        if (j >= 0 && !own)
             attrs[i] = inf->attrs[j];
     }
     if (kind == DLC_OP_CONV2D)
@@ -663,7 +700,7 @@ bool dlc_infer_conv2d_grad_input(DlcInfer *inf) {
     add_param(inf, "weight", x->dtype, 4,
               (int64_t[]){A("filters").i, x->dims[0] / A("groups").i, k[0], k[1]},
               DLC_INIT_KAIMING_UNIFORM, true);
-    return true;
+    return check_tile(inf, x->dims[0]);
 }
 
 /* (dy, x) -> the weight's type [filters, channels/groups, kh, kw] */
@@ -674,7 +711,7 @@ bool dlc_infer_conv2d_grad_weight(DlcInfer *inf) {
     const int64_t *k = A("kernel").pair;
     set_out(inf, x->dtype, false, 4,
             (int64_t[]){A("filters").i, x->dims[0] / A("groups").i, k[0], k[1]});
-    return true;
+    return check_tile(inf, A("filters").i);
 }
 
 /* (dy, x) -> dx: the max positions are found again in x */

@@ -6,6 +6,8 @@
 static const DlcPass table[] = {
     {"cse", "merge ops that compute the same thing from the same operands", dlc_pass_cse},
     {"fuse", "merge each relu into the conv2d, dense or batchnorm before it (relu=true) when it is that op's only reader", dlc_pass_fuse},
+    {"tile", "choose for each convolution im2col and BLAS or dlc's own loops, and their "
+             "register block, from a model of the target CPU (--target-cpu)", dlc_pass_tile},
     {"recompute", "with --mem-budget, compute cheap forward values again in the backward pass "
                   "instead of keeping them, until each network fits the budget", dlc_pass_recompute},
     {"dce", "remove ops whose results are never used, and their parameters", dlc_pass_dce},

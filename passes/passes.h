@@ -9,10 +9,19 @@
 
 #include "../ir/ir.h"
 
+/* The CPU the tile pass chooses for (docs/passes.md). */
+typedef struct DlcTargetCpu {
+    int64_t l1, l2; /* bytes of data cache per core */
+    int vector;     /* bytes of a SIMD register: 16 (SSE, NEON), 32 (AVX), 64 (AVX-512) */
+    int registers;  /* SIMD registers */
+} DlcTargetCpu;
+
 /* What the command line tells the passes. */
 typedef struct DlcPassOptions {
     int64_t mem_budget; /* --mem-budget: bytes a training step may take at the
                            train section's batch size; 0 for no budget */
+    DlcTargetCpu cpu;   /* --target-cpu over the machine's own; vector 0 for
+                           the machine's own */
 } DlcPassOptions;
 
 typedef struct DlcPass {
@@ -35,6 +44,13 @@ bool dlc_pass_optimizer(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_recompute(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+
+/* tile.c: the CPU dlc runs on (caches from sysconf, vector width from
+ * cpuid), and --target-cpu's "l1=32K,l2=1M,vector=32,registers=16" over
+ * it; parse returns NULL, or what is wrong with spec. */
+void dlc_target_cpu_host(DlcTargetCpu *t);
+const char *dlc_target_cpu_parse(const char *spec, DlcTargetCpu *t);
 
 /* plan_memory.c: an analysis the code generators run on each network.
  * Where each op result lives in the activation arena.  Values in a batch

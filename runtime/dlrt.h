@@ -330,6 +330,13 @@ typedef struct DlrtLrn {
  * (dense layers), channels or elements among them, each worker on fixed
  * iterations, so a thread count always gives the same results. */
 int dlrt_threads(void);
+/* Workers (at most `threads`) for a loop of `items` iterations and `work`
+ * multiply-adds in all: 1 when waking others would cost more than they
+ * save.  Generated loops (a convolution computed by dlc's own code) split
+ * their iterations among this many workers, statically. */
+int dlrt_workers(int threads, int64_t items, int64_t work);
+/* The calling worker's number inside such a loop (0 outside one). */
+int dlrt_worker(void);
 /* Floats of scratch memory the convolution kernels need when `threads`
  * workers run them (an im2col buffer and a partial weight gradient each);
  * the caller provides it, and passes the same `threads` to the kernels. */

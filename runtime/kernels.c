@@ -126,6 +126,12 @@ static int workers(int threads, int64_t items, int64_t work) {
     return work < PARALLEL_MIN_WORK || t < 1 ? 1 : (int)t;
 }
 
+int dlrt_workers(int threads, int64_t items, int64_t work) {
+    return workers(threads, items, work);
+}
+
+int dlrt_worker(void) { return worker(); }
+
 /* The size of a convolution's weights. */
 static int64_t conv_weights(const DlrtConv *cv) {
     return cv->f * (cv->c / cv->groups) * cv->kh * cv->kw;

@@ -24,7 +24,7 @@ config.excludes = ["fuzz", "unit", "Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 
 # lit --param dlc_flags=... adds options to every dlc command: the
-# lit-unoptimized CTest runs the numeric tests with -fno-plan-memory -fno-fuse, so
+# lit-unoptimized CTest runs the numeric tests with -fno-plan-memory -fno-fuse -fno-tile, so
 # that the optimizations are checked not to change results
 dlc_flags = lit_config.params.get("dlc_flags", "")
 config.substitutions.append(("%dlc", (config.dlc + " " + dlc_flags).strip()))

@@ -31,18 +31,11 @@
 
 #include "../codegen.h"
 #include "../../passes/passes.h"
+#include "out.h"
 
 /* ---- output with line counting, for #line -------------------------------- */
 
-typedef struct Out {
-    FILE *f;
-    char *buf;
-    size_t len;
-    int line;      /* lines written so far */
-    const char *name; /* the file's name, for #line back to it */
-} Out;
-
-__attribute__((format(printf, 2, 3))) static void put(Out *o, const char *fmt, ...) {
+void dlc_cpu_put(Out *o, const char *fmt, ...) {
     char tmp[4096];
     va_list ap;
     va_start(ap, fmt);
@@ -54,6 +47,7 @@ __attribute__((format(printf, 2, 3))) static void put(Out *o, const char *fmt, .
         o->line += *p == '\n';
     fputs(tmp, o->f);
 }
+#define put dlc_cpu_put
 
 /* ---- the emitter's state ------------------------------------------------- */
 
@@ -478,7 +472,10 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
         put(o, ", uint64_t seed");
     put(o, ") {\n");
     put(o, "    (void)n;\n");
-    put_kernel_calls(cpu, o, op);
+    if (dlc_cpu_is_direct_conv(op))
+        dlc_cpu_direct_conv(o, op, cpu->real); /* calls no kernel of libdlrt's */
+    else
+        put_kernel_calls(cpu, o, op);
     put(o, "}\n");
     if (located) /* back to this file's own lines */
         put(o, "#line %d \"%s\"\n", o->line + 2, o->name);
@@ -669,9 +666,16 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
                                                                       : &op->in[1]->type;
             const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
             put(o, "    {\n");
-            put_conv(o, op, x, y);
-            put(o, "    int64_t w = dlrt_conv2d_workspace(&cv, threads);\n"
-                   "    if (w > most)\n        most = w;\n    }\n");
+            if (dlc_cpu_is_direct_conv(op)) {
+                int64_t shared, slice;
+                dlc_cpu_direct_conv_work(op, cpu->real, &shared, &slice);
+                put(o, "    int64_t w = %lld + %lld * (int64_t)threads;\n", (long long)shared,
+                    (long long)slice);
+            } else {
+                put_conv(o, op, x, y);
+                put(o, "    int64_t w = dlrt_conv2d_workspace(&cv, threads);\n");
+            }
+            put(o, "    if (w > most)\n        most = w;\n    }\n");
         }
     put(o, "    return most;\n}\n\n");
     put(o, "size_t %s_memory(int64_t max_batch) {\n"
@@ -1100,7 +1104,7 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
 }
 
 const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse",
-                                            "recompute", NULL};
+                                      "tile", "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "c",

@@ -75,6 +75,18 @@ def lrnnet(p, x, training=False):
     return F.linear(x.flatten(1), p["out.weight"], p["out.bias"])
 
 
+def tilenet_params():
+    return {"a.weight": (4, 1, 3, 3), "a.bias": (4,), "b.weight": (6, 4, 3, 5),
+            "c.weight": (5, 6, 3, 3), "c.bias": (5,), "out.weight": (10, 660), "out.bias": (10,)}
+
+
+def tilenet(p, x, training=False):
+    x = F.relu(F.conv2d(x, p["a.weight"], p["a.bias"], padding=1))
+    x = F.conv2d(x, p["b.weight"], padding=(1, 2), dilation=(2, 1))
+    x = torch.tanh(F.conv2d(F.max_pool2d(x, 2), p["c.weight"], p["c.bias"]))
+    return F.linear(x.flatten(1), p["out.weight"], p["out.bias"])
+
+
 def bnnet_params():
     return {"conv.weight": (8, 1, 3, 3), "bn1.weight": (8,), "bn1.bias": (8,),
             "bn1.running_mean": (8,), "bn1.running_var": (8,), "hidden.weight": (32, 1568),
@@ -97,7 +109,7 @@ def bnnet(p, x, training=False):
 
 MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05),
           "simplecnn": (simplecnn_params, simplecnn, 0.01), "bnnet": (bnnet_params, bnnet, 0.05),
-          "lrnnet": (lrnnet_params, lrnnet, 0.05)}
+          "lrnnet": (lrnnet_params, lrnnet, 0.05), "tilenet": (tilenet_params, tilenet, 0.05)}
 
 
 def is_buffer(name):

@@ -1,0 +1,277 @@
+/* direct_conv.c — convolutions computed by dlc's own loops, where the tile
+ * pass chose them (an op with vector > 0; passes/tile.c says when).
+ *
+ * A stride-1 convolution over a copy of its input padded with zeros is a
+ * product in which every kernel tap is a constant shift.  With the result
+ * kept in the padded width WP (the columns past the output's width are
+ * computed and dropped),
+ *
+ *   y[f, p] = sum over (c, ki, kj) of w[f, c, ki, kj] * xp[c, p + ki*DH*WP + kj*DW],
+ *
+ * p = oy*WP + ox.  So the loops read the input where im2col would have
+ * copied it from, and the innermost block is a register tile: FB filters
+ * by PB positions (NV registers of L elements), loaded once per tap for
+ * FB multiply-adds each, the weights broadcast.  GCC's and Clang's vector
+ * types say which values are registers, so the block does not depend on
+ * the compiler's vectorizer.
+ *
+ *   - conv2d: the product above, then the bias and a fused ReLU while the
+ *     sample's result is in the caches.
+ *   - conv2d_grad_input: the same product over dy, padded by the dilated
+ *     kernel less the forward padding, with the weights flipped and their
+ *     two channel axes swapped (a copy made once per call).
+ *   - conv2d_grad_weight: dw[f, (c, ki, kj)] sums dy[f, p] * xp[c, p +
+ *     shift] over p, dy copied into the padded width with zeros in the
+ *     dropped columns; a block of FB filters by the KW taps of a kernel
+ *     row, each a register of partial sums over positions, added up at the
+ *     end of each sample.
+ *
+ * Threads: the samples are split statically among the workers, each with
+ * its own slice of `work` (the padded copies; for the weight gradient, a
+ * partial dw, added up in worker order afterwards), so a thread count
+ * always gives the same bits.
+ *
+ * Preconditions: the op's attributes passed check_tile (ir/shape.c). */
+#include <string.h>
+
+#include "out.h"
+
+#define put dlc_cpu_put
+
+static const int64_t *pair(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
+}
+static int64_t int_attr(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].i;
+}
+
+bool dlc_cpu_is_direct_conv(const DlcOp *op) {
+    int v = dlc_op_attr_index(op->kind, "vector");
+    return (op->kind == DLC_OP_CONV2D || op->kind == DLC_OP_CONV2D_GRAD_INPUT ||
+            op->kind == DLC_OP_CONV2D_GRAD_WEIGHT) && v >= 0 && op->attrs[v].i > 0;
+}
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* The loops' sizes, in elements, named as in the generated code. */
+typedef struct Geometry {
+    int64_t ci, h, w, ph, pw, hp, wp; /* the source: channels, size, padding, padded size */
+    int64_t co, oh, ow;               /* the result's channels and size */
+    int64_t kh, kw, dh, dw, k;        /* the kernel, its dilation, ci * kh * kw */
+    int64_t p, pt, xps;               /* result plane in the padded width, rounded up to
+                                         the block; a padded source plane with slack */
+    int64_t fb, pb, lanes, bytes;     /* the register block; elements and bytes of a
+                                         register */
+    int64_t shared, slice;            /* scratch: once, and per worker */
+} Geometry;
+
+static Geometry geometry(const DlcOp *op, const char *real) {
+    const int64_t *k = pair(op, "kernel"), *pad = pair(op, "pad"), *d = pair(op, "dilation"),
+                  *tile = pair(op, "tile");
+    int64_t size = strcmp(real, "double") == 0 ? 8 : 4;
+    Geometry g = {.kh = k[0], .kw = k[1], .dh = d[0], .dw = d[1], .fb = tile[0],
+                  .bytes = int_attr(op, "vector")};
+    g.lanes = g.bytes / size;
+    /* x, y: the forward convolution's input and output */
+    const DlcType *x = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &op->out[0]->type
+                       : op->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? &op->in[1]->type
+                                                                : &op->in[0]->type;
+    const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
+    const DlcType *src = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? y : x;
+    const DlcType *dst = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? x : y;
+    g.ci = src->dims[0], g.h = src->dims[1], g.w = src->dims[2];
+    g.co = dst->dims[0], g.oh = dst->dims[1], g.ow = dst->dims[2];
+    if (op->kind == DLC_OP_CONV2D_GRAD_INPUT)
+        g.ph = (g.kh - 1) * g.dh - pad[0], g.pw = (g.kw - 1) * g.dw - pad[1];
+    else
+        g.ph = pad[0], g.pw = pad[1];
+    g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw, g.k = g.ci * g.kh * g.kw;
+    g.p = g.oh * g.wp;
+    if (op->kind == DLC_OP_CONV2D_GRAD_WEIGHT) {
+        g.pb = g.lanes;
+        g.pt = round_up(g.p, g.lanes);
+        /* rows of taps read past the plane by at most pt - p + (kw-1) dw */
+        g.xps = round_up(g.hp * g.wp + g.pt - g.p + (g.kw - 1) * g.dw, 16);
+        g.slice = round_up(g.ci * g.xps + g.co * g.pt + g.co * g.k, 16); /* xp, dyp, dw */
+        g.shared = 0;
+    } else {
+        g.pb = tile[1];
+        g.pt = round_up(g.p, g.pb);
+        g.xps = round_up(g.hp * g.wp + g.pb + (g.kw - 1) * g.dw, 16);
+        g.slice = round_up(g.ci * g.xps + g.co * g.pt, 16); /* xp, yp */
+        g.shared = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? round_up(g.co * g.k, 16) : 0;
+    }
+    return g;
+}
+
+void dlc_cpu_direct_conv_work(const DlcOp *op, const char *real, int64_t *shared, int64_t *slice) {
+    Geometry g = geometry(op, real);
+    *shared = g.shared;
+    *slice = g.slice;
+}
+
+/* The constants and vector types every body starts with. */
+static void put_prologue(Out *o, const Geometry *g, const char *real) {
+    put(o, "    enum { CI = %lld, H = %lld, W = %lld, PH = %lld, PW = %lld, HP = %lld, WP = %lld,\n"
+           "           CO = %lld, OH = %lld, OW = %lld, KH = %lld, KW = %lld, DH = %lld, DW = %lld,\n"
+           "           K = %lld, PT = %lld, XPS = %lld, FB = %lld, PB = %lld, L = %lld,\n"
+           "           SHARED = %lld, SLICE = %lld };\n",
+        (long long)g->ci, (long long)g->h, (long long)g->w, (long long)g->ph, (long long)g->pw,
+        (long long)g->hp, (long long)g->wp, (long long)g->co, (long long)g->oh,
+        (long long)g->ow, (long long)g->kh, (long long)g->kw, (long long)g->dh,
+        (long long)g->dw, (long long)g->k, (long long)g->pt, (long long)g->xps,
+        (long long)g->fb, (long long)g->pb, (long long)g->lanes, (long long)g->shared,
+        (long long)g->slice);
+    put(o, "    /* a register, and the same for loads and stores at any element */\n"
+           "    typedef %s vec __attribute__((vector_size(%lld)));\n"
+           "    typedef %s vecu __attribute__((vector_size(%lld), aligned(sizeof(%s))));\n",
+        real, (long long)g->bytes, real, (long long)g->bytes, real);
+}
+
+/* The parallel region over the samples (one worker where the generated
+ * code is compiled without OpenMP); the body continues with the worker's
+ * samples s in [s0, s1) and its slice `mine`. */
+static void put_workers(Out *o, const char *real, const char *macs) {
+    put(o, "#ifdef _OPENMP\n"
+           "    int t = dlrt_workers(threads, n, n * (int64_t)%s);\n"
+           "#pragma omp parallel num_threads(t) if (t > 1)\n"
+           "#else /* compiled without OpenMP: one worker */\n"
+           "    int t = 1;\n"
+           "    (void)threads;\n"
+           "#endif\n"
+           "    {\n"
+           "        int me = dlrt_worker();\n"
+           "        int64_t s0 = n * me / t, s1 = n * (me + 1) / t;\n"
+           "        %s *mine = work + SHARED + (int64_t)me * SLICE;\n",
+        macs, real);
+}
+
+/* Copies sample s of the source operand `x` into the interior of xp (its
+ * padding stays 0). */
+static void put_copy_source(Out *o, const char *x) {
+    put(o, "            for (int c = 0; c < CI; c++)\n"
+           "                for (int iy = 0; iy < H; iy++)\n"
+           "                    memcpy(xp + c * XPS + (iy + PH) * WP + PW,\n"
+           "                           %s + (s * CI + c) * (H * W) + iy * W, sizeof *xp * W);\n",
+        x);
+}
+
+/* conv2d and conv2d_grad_input: the product, then the epilogue. */
+static void put_product(Out *o, const DlcOp *op, const char *real) {
+    bool input_grad = op->kind == DLC_OP_CONV2D_GRAD_INPUT;
+    if (input_grad) {
+        put(o, "    /* the weights flipped, their channel axes swapped: wk[c][f][KH-1-ki][KW-1-kj]\n"
+               "       = w[f][c][ki][kj] */\n"
+               "    %s *restrict wk = work;\n"
+               "    for (int c = 0; c < CO; c++)\n"
+               "        for (int f = 0; f < CI; f++)\n"
+               "            for (int ki = 0; ki < KH; ki++)\n"
+               "                for (int kj = 0; kj < KW; kj++)\n"
+               "                    wk[((c * CI + f) * KH + ki) * KW + kj] =\n"
+               "                        a1[((f * CO + c) * KH + KH - 1 - ki) * KW + KW - 1 - kj];\n",
+            real);
+    } else
+        put(o, "    const %s *restrict wk = a1;\n", real);
+    put_workers(o, real, "(CO * K * OH * OW)");
+    put(o, "        %s *xp = mine, *yp = mine + CI * XPS;\n"
+           "        memset(xp, 0, sizeof *xp * CI * XPS);\n"
+           "        for (int64_t s = s0; s < s1; s++) {\n", real);
+    put_copy_source(o, "a0");
+    put(o, "            for (int f0 = 0; f0 < CO; f0 += FB)\n"
+           "                for (int p0 = 0; p0 < PT; p0 += PB) {\n"
+           "                    vec acc[FB][PB / L];\n"
+           "                    for (int i = 0; i < FB; i++)\n"
+           "                        for (int j = 0; j < PB / L; j++)\n"
+           "                            acc[i][j] = (vec){0};\n"
+           "                    const %s *wf = wk + f0 * K;\n"
+           "                    for (int c = 0; c < CI; c++)\n"
+           "                        for (int ki = 0; ki < KH; ki++)\n"
+           "                            for (int kj = 0; kj < KW; kj++) {\n"
+           "                                const %s *src = xp + c * XPS + ki * DH * WP + kj * DW + p0;\n"
+           "                                int k = (c * KH + ki) * KW + kj;\n"
+           "                                vec xv[PB / L];\n"
+           "                                for (int j = 0; j < PB / L; j++)\n"
+           "                                    xv[j] = *(const vecu *)(src + j * L);\n"
+           "                                for (int i = 0; i < FB; i++) {\n"
+           "                                    %s wv = wf[i * K + k];\n"
+           "                                    for (int j = 0; j < PB / L; j++)\n"
+           "                                        acc[i][j] += wv * xv[j];\n"
+           "                                }\n"
+           "                            }\n"
+           "                    for (int i = 0; i < FB; i++)\n"
+           "                        for (int j = 0; j < PB / L; j++)\n"
+           "                            *(vecu *)(yp + (f0 + i) * PT + p0 + j * L) = acc[i][j];\n"
+           "                }\n", real, real, real);
+    /* the epilogue: the output's columns of the padded width */
+    bool bias = op->kind == DLC_OP_CONV2D && op->nparams == 2, relu = dlc_op_fused_relu(op);
+    put(o, "            for (int f = 0; f < CO; f++)\n"
+           "                for (int oy = 0; oy < OH; oy++) {\n"
+           "                    const %s *src = yp + f * PT + oy * WP;\n"
+           "                    %s *dst = r0 + (s * CO + f) * (OH * OW) + oy * OW;\n"
+           "                    for (int ox = 0; ox < OW; ox++) {\n"
+           "                        %s v = src[ox]%s;\n"
+           "                        dst[ox] = %s;\n"
+           "                    }\n"
+           "                }\n"
+           "        }\n"
+           "    }\n",
+        real, real, real, bias ? " + a2[f]" : "",
+        relu ? "v < 0 ? 0 : v; /* NaN stays NaN, as in relu_forward */" : "v");
+}
+
+/* conv2d_grad_weight: dw from dy (a0) and x (a1). */
+static void put_weight_gradient(Out *o, const char *real) {
+    put_workers(o, real, "(CO * K * OH * OW)");
+    put(o, "        %s *xp = mine, *dyp = xp + CI * XPS, *part = dyp + CO * PT;\n"
+           "        memset(mine, 0, sizeof *mine * SLICE);\n"
+           "        for (int64_t s = s0; s < s1; s++) {\n", real);
+    put_copy_source(o, "a1");
+    put(o, "            for (int f = 0; f < CO; f++)\n"
+           "                for (int oy = 0; oy < OH; oy++)\n"
+           "                    memcpy(dyp + f * PT + oy * WP, a0 + (s * CO + f) * (OH * OW) + oy * OW,\n"
+           "                           sizeof *dyp * OW);\n"
+           "            for (int f0 = 0; f0 < CO; f0 += FB)\n"
+           "                for (int c = 0; c < CI; c++)\n"
+           "                    for (int ki = 0; ki < KH; ki++) {\n"
+           "                        vec acc[FB][KW];\n"
+           "                        for (int i = 0; i < FB; i++)\n"
+           "                            for (int kj = 0; kj < KW; kj++)\n"
+           "                                acc[i][kj] = (vec){0};\n"
+           "                        const %s *src = xp + c * XPS + ki * DH * WP;\n"
+           "                        for (int p = 0; p < PT; p += L) {\n"
+           "                            vec dv[FB];\n"
+           "                            for (int i = 0; i < FB; i++)\n"
+           "                                dv[i] = *(const vecu *)(dyp + (f0 + i) * PT + p);\n"
+           "                            for (int kj = 0; kj < KW; kj++) {\n"
+           "                                vec xv = *(const vecu *)(src + kj * DW + p);\n"
+           "                                for (int i = 0; i < FB; i++)\n"
+           "                                    acc[i][kj] += dv[i] * xv;\n"
+           "                            }\n"
+           "                        }\n"
+           "                        for (int i = 0; i < FB; i++)\n"
+           "                            for (int kj = 0; kj < KW; kj++) {\n"
+           "                                %s sum = 0;\n"
+           "                                for (int l = 0; l < L; l++)\n"
+           "                                    sum += acc[i][kj][l];\n"
+           "                                part[(f0 + i) * K + (c * KH + ki) * KW + kj] += sum;\n"
+           "                            }\n"
+           "                    }\n"
+           "        }\n"
+           "    }\n"
+           "    /* the workers' sums, in worker order */\n"
+           "    for (int i = 0; i < CO * K; i++) {\n"
+           "        %s sum = work[SHARED + CI * XPS + CO * PT + i];\n"
+           "        for (int j = 1; j < t; j++)\n"
+           "            sum += work[SHARED + (int64_t)j * SLICE + CI * XPS + CO * PT + i];\n"
+           "        r0[i] = sum;\n"
+           "    }\n", real, real, real);
+}
+
+void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real) {
+    Geometry g = geometry(op, real);
+    put_prologue(o, &g, real);
+    if (op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
+        put_weight_gradient(o, real);
+    else
+        put_product(o, op, real);
+}

@@ -1,0 +1,32 @@
+/* out.h — the C target's output, shared by its files (cpu.c, direct_conv.c). */
+#ifndef DLC_CPU_OUT_H
+#define DLC_CPU_OUT_H
+
+#include <stdio.h>
+
+#include "../../ir/ir.h"
+
+/* A file being written, with its lines counted for #line directives. */
+typedef struct Out {
+    FILE *f;
+    char *buf;
+    size_t len;
+    int line;         /* lines written so far */
+    const char *name; /* the file's name, for #line back to it */
+} Out;
+
+/* printf to o (a line of at most 4 KiB). */
+__attribute__((format(printf, 2, 3))) void dlc_cpu_put(Out *o, const char *fmt, ...);
+
+/* direct_conv.c: a convolution op the tile pass gave a tile (vector > 0),
+ * computed by dlc's own loops.  The body of its function, whose operands
+ * are a0, a1 (, a2), its result r0, scratch `work` and `threads`, for
+ * elements of C type `real` (float or double). */
+void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real);
+/* The scratch it needs, in elements of `real`: `shared` once, then `slice`
+ * for each worker. */
+void dlc_cpu_direct_conv_work(const DlcOp *op, const char *real, int64_t *shared, int64_t *slice);
+/* Whether op is such a convolution. */
+bool dlc_cpu_is_direct_conv(const DlcOp *op);
+
+#endif /* DLC_CPU_OUT_H */

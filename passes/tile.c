@@ -1,0 +1,226 @@
+/* tile.c — chooses how the CPU computes each convolution: im2col and a
+ * BLAS product, or dlc's own loops with a register block sized for the
+ * target CPU.
+ *
+ *   %y = conv2d(%x, @w, @b) {...}   =>   %y = conv2d(%x, @w, @b) {..., tile=[6, 16], vector=32}
+ *
+ * The choice is recorded in two attributes of conv2d, conv2d_grad_input and
+ * conv2d_grad_weight (ops.def) that the C code generator obeys: vector=0
+ * (the default) calls the library, vector=B emits loops over B-byte SIMD
+ * registers with a block of tile[0] result channels by tile[1] output
+ * positions (kernel taps for the weight gradient).  docs/passes.md explains
+ * the model; in short:
+ *
+ *   - dlc's loops compute a stride-1 convolution as a product over a
+ *     zero-padded copy of its input, in which each kernel tap is a constant
+ *     shift (codegen/cpu/direct_conv.c), so they never build im2col's
+ *     columns, which cost LeNet-5 more than its products;
+ *   - the register block is the one that loads the fewest operands per
+ *     multiply-add (rows x columns / (rows + columns) registers) among
+ *     those that fit the register file next to the operands they load;
+ *   - they are chosen only where the block's operands for the whole sum
+ *     (its rows of weights and its columns of every tap) fit the L1
+ *     cache, one sample's padded copy and result fit L2, and at least half
+ *     of the product's multiply-adds are not padding (the gradient of a
+ *     small input pads dy by nearly the kernel's size on each side).  Larger
+ *     convolutions are where BLAS's packing pays for itself, and so are
+ *     1x1 convolutions, whose product reads the input as it is.
+ *
+ * Threads are not part of the model: the generated code splits the batch
+ * among the workers it is given at run time (--threads).  Ops that already
+ * have a tile (written in IR text) keep it.  It runs after fuse, so the
+ * block's epilogue includes a fused ReLU.
+ *
+ * Preconditions: the module verifies. */
+#include "passes.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- the target CPU -------------------------------------------------------- */
+
+void dlc_target_cpu_host(DlcTargetCpu *t) {
+    long l1 = sysconf(_SC_LEVEL1_DCACHE_SIZE), l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    t->l1 = l1 > 0 ? l1 : 32 << 10; /* what x86-64 cores have had for years */
+    t->l2 = l2 > 0 ? l2 : 512 << 10;
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        t->vector = 64, t->registers = 32;
+    else if (__builtin_cpu_supports("avx"))
+        t->vector = 32, t->registers = 16;
+    else
+        t->vector = 16, t->registers = 16;
+#else
+    t->vector = 16, t->registers = 32; /* NEON */
+#endif
+}
+
+/* A size with an optional K or M (KiB, MiB); -1 if it is not one. */
+static int64_t parse_size(const char *s, size_t len) {
+    int64_t v = 0;
+    size_t i = 0;
+    for (; i < len && isdigit((unsigned char)s[i]); i++) {
+        if (v > (INT64_C(1) << 40))
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    if (i == 0)
+        return -1;
+    if (i + 1 == len && (s[i] == 'K' || s[i] == 'k'))
+        v <<= 10, i++;
+    else if (i + 1 == len && (s[i] == 'M' || s[i] == 'm'))
+        v <<= 20, i++;
+    return i == len ? v : -1;
+}
+
+const char *dlc_target_cpu_parse(const char *spec, DlcTargetCpu *t) {
+    for (const char *p = spec; *p;) {
+        size_t len = strcspn(p, ","), key = strcspn(p, "=");
+        if (key >= len)
+            return "each item is NAME=VALUE";
+        int64_t v = parse_size(p + key + 1, len - key - 1);
+        if (key == 2 && strncmp(p, "l1", 2) == 0 && v >= 1024 && v <= (64 << 20))
+            t->l1 = v;
+        else if (key == 2 && strncmp(p, "l2", 2) == 0 && v >= 1024 && v <= (INT64_C(1) << 32))
+            t->l2 = v;
+        else if (key == 6 && strncmp(p, "vector", 6) == 0 && (v == 16 || v == 32 || v == 64))
+            t->vector = (int)v;
+        else if (key == 9 && strncmp(p, "registers", 9) == 0 && v >= 8 && v <= 64)
+            t->registers = (int)v;
+        else
+            return "the items are l1=SIZE and l2=SIZE (1K to 64M, and to 4096M; K or M "
+                   "suffix), vector=16|32|64 (bytes) and registers=8..64";
+        p += len + (p[len] == ',');
+    }
+    return NULL;
+}
+
+/* ---- the model --------------------------------------------------------------- */
+
+/* The product a convolution op computes with dlc's own loops: `rows`
+ * result channels, each a sum of k = channels x taps products over a source
+ * of `channels` planes of h x w, padded by ph, pw (conv2d: x; the input's
+ * gradient: dy, padded so that the flipped kernel covers it), into a
+ * result of oh x ow (or, for the weight gradient, the kernel). */
+typedef struct Product {
+    int64_t rows, channels, k;
+    int64_t h, w, ph, pw;
+    int64_t oh, ow;
+    int64_t macs; /* the convolution's multiply-adds per sample, without padding */
+} Product;
+
+static const DlcAttr *attr(const DlcOp *op, const char *name) {
+    return &op->attrs[dlc_op_attr_index(op->kind, name)];
+}
+
+/* The product of op, or false where dlc's loops do not apply (strides,
+ * groups) or do not pay (1x1 convolutions read their input as it is). */
+static bool product_of(const DlcOp *op, Product *p) {
+    const int64_t *k = attr(op, "kernel")->pair, *s = attr(op, "stride")->pair,
+                  *pad = attr(op, "pad")->pair, *d = attr(op, "dilation")->pair;
+    if (s[0] != 1 || s[1] != 1 || attr(op, "groups")->i != 1)
+        return false;
+    if (k[0] == 1 && k[1] == 1 && pad[0] == 0 && pad[1] == 0)
+        return false;
+    /* x, y: the forward convolution's input and output */
+    const DlcType *x = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &op->out[0]->type
+                       : op->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? &op->in[1]->type
+                                                                : &op->in[0]->type;
+    const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
+    int64_t taps = k[0] * k[1];
+    if (op->kind == DLC_OP_CONV2D_GRAD_INPUT) {
+        int64_t th = (k[0] - 1) * d[0] - pad[0], tw = (k[1] - 1) * d[1] - pad[1];
+        if (th < 0 || tw < 0)
+            return false;
+        *p = (Product){x->dims[0], y->dims[0], y->dims[0] * taps, y->dims[1], y->dims[2],
+                       th, tw, x->dims[1], x->dims[2], 0};
+    } else
+        *p = (Product){y->dims[0], x->dims[0], x->dims[0] * taps, x->dims[1], x->dims[2],
+                       pad[0], pad[1], y->dims[1], y->dims[2], 0};
+    p->macs = y->dims[0] * x->dims[0] * taps * y->dims[1] * y->dims[2];
+    return true;
+}
+
+/* Floats of one padded source plane, and of one result plane in the padded
+ * width, as codegen/cpu/direct_conv.c lays them out (without its slack). */
+static int64_t source_plane(const Product *p) { return (p->h + 2 * p->ph) * (p->w + 2 * p->pw); }
+static int64_t result_plane(const Product *p) { return p->oh * (p->w + 2 * p->pw); }
+
+/* The best register block for op on t, in tile[] (rows, columns); false
+ * where none fits the model. */
+static bool choose(const DlcOp *op, const DlcTargetCpu *t, int64_t tile[2]) {
+    Product p;
+    if (!product_of(op, &p))
+        return false;
+    int64_t lanes = t->vector / 4, plane = result_plane(&p);
+    if (4 * (p.channels * source_plane(&p) + p.rows * plane) > t->l2)
+        return false; /* one sample's copy and result must stay in L2 */
+    bool weight = op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
+    int64_t kw = attr(op, "kernel")->pair[1];
+    double best = 0;
+    int64_t best_waste = 0;
+    for (int64_t rows = 1; rows <= p.rows && rows <= t->registers; rows++) {
+        if (p.rows % rows)
+            continue;
+        for (int64_t nv = 1; nv <= 4; nv++) {
+            /* columns: registers of output positions, or the kernel's width
+               (one register of positions each) for the weight gradient */
+            int64_t cols = weight ? kw : nv * lanes, regs = weight ? kw : nv;
+            if (weight && nv > 1)
+                break;
+            if (rows * regs + (weight ? rows : regs) + 1 > t->registers)
+                continue; /* accumulators, the loaded operands, a broadcast */
+            if (!weight && cols > plane + lanes - 1)
+                continue; /* a block wider than the plane computes padding */
+            /* what the block reads for the whole sum stays in L1: its rows
+               of weights and its columns of every tap, or (weight
+               gradient) its rows of dy and one row of the source */
+            int64_t l1 = weight ? 4 * (rows + 1) * plane : 4 * p.k * (rows + cols);
+            if (l1 > t->l1)
+                continue;
+            /* the product over the padded width also multiplies padding:
+               worth it while at least half its multiply-adds are the
+               convolution's, since im2col and BLAS take about twice as
+               long per multiply-add at these sizes (docs/passes.md) */
+            int64_t computed = p.rows * p.k * ((plane + cols - 1) / cols * cols);
+            if (2 * p.macs < computed)
+                continue;
+            double intensity = (double)(rows * regs) / (double)(rows + regs);
+            int64_t waste = weight ? 0 : (plane + cols - 1) / cols * cols - plane;
+            if (intensity > best || (intensity == best && waste < best_waste)) {
+                best = intensity, best_waste = waste;
+                tile[0] = rows, tile[1] = cols;
+            }
+        }
+    }
+    return best > 0;
+}
+
+bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
+    (void)ctx;
+    DlcTargetCpu host, t;
+    dlc_target_cpu_host(&host);
+    t = opt->cpu.vector ? opt->cpu : host;
+    for (int i = 0; i < m->nnetworks; i++) {
+        DlcNetwork *net = m->networks[i];
+        for (int j = 0; j < net->nops; j++) {
+            DlcOp *op = net->ops[j];
+            if (op->kind != DLC_OP_CONV2D && op->kind != DLC_OP_CONV2D_GRAD_INPUT &&
+                op->kind != DLC_OP_CONV2D_GRAD_WEIGHT)
+                continue;
+            DlcAttr *tile = &op->attrs[dlc_op_attr_index(op->kind, "tile")],
+                    *vector = &op->attrs[dlc_op_attr_index(op->kind, "vector")];
+            if (vector->i != 0)
+                continue; /* chosen in IR text */
+            int64_t block[2];
+            if (!choose(op, &t, block))
+                continue;
+            tile->pair[0] = block[0], tile->pair[1] = block[1];
+            vector->i = t.vector;
+        }
+    }
+    return true;
+}
