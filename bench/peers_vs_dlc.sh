@@ -9,7 +9,7 @@
 #   bench/peers_vs_dlc.sh [--cases "lenet-train lenet-infer alexnet-train-64
 #                          alexnet-train-1 googlenet-train-32"]
 #                         [--systems "dlc torch jax torch2 ort openvino tvm
-#                          dlc-nofuse dlc-noplan dlc-nofuse-noplan"]
+#                          dlc-nofuse dlc-notile dlc-noplan dlc-nofuse-noplan"]
 #                         [--repeats 3] [--out bench/peers] [--build build]
 #                         [--quick]
 #
@@ -27,8 +27,9 @@
 # (bench/pytorch_peer.py with Debian's /usr/bin/python3 and the
 # OPENBLAS_CORETYPE it should have, bench/lib.sh); jax, torch2 and ort,
 # openvino, tvm (bench/peers/*_peer.py with bench/.venv-peers/bin/python,
-# which `scripts/deps.sh peers` installs); dlc-nofuse, dlc-noplan and
-# dlc-nofuse-noplan (the model compiled with `dlc -fno-fuse`,
+# which `scripts/deps.sh peers` installs); dlc-nofuse, dlc-notile,
+# dlc-noplan and dlc-nofuse-noplan (the model compiled with `dlc -fno-fuse`,
+# `-fno-tile`,
 # `-fno-plan-memory` or both).  ort, openvino and tvm only infer, at batch 1.
 # Every system gets --threads 2 (bench/README.md says how each is held to it).
 #
@@ -48,7 +49,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 default_cases="lenet-train lenet-infer alexnet-train-64 alexnet-train-1 googlenet-train-32"
 cases=$default_cases
-systems="dlc torch jax torch2 ort openvino tvm dlc-nofuse dlc-noplan dlc-nofuse-noplan"
+systems="dlc torch jax torch2 ort openvino tvm dlc-nofuse dlc-notile dlc-noplan dlc-nofuse-noplan"
 repeats=3
 out=bench/peers
 build=build
@@ -85,7 +86,7 @@ case_spec() {
 for c in $cases; do case_spec "$c" >/dev/null; done
 for s in $systems; do
     case "$s" in
-        dlc|torch|jax|torch2|ort|openvino|tvm|dlc-nofuse|dlc-noplan|dlc-nofuse-noplan) ;;
+        dlc|torch|jax|torch2|ort|openvino|tvm|dlc-nofuse|dlc-notile|dlc-noplan|dlc-nofuse-noplan) ;;
         *) echo "peers_vs_dlc.sh: unknown system $s" >&2; exit 2 ;;
     esac
 done
@@ -117,6 +118,7 @@ for model in $models; do
         case "$s" in
             dlc) "$build"/dlc "models/$model.dl" -o "$tmp/dlc-$model" ;;
             dlc-nofuse) "$build"/dlc -fno-fuse "models/$model.dl" -o "$tmp/$s-$model" ;;
+            dlc-notile) "$build"/dlc -fno-tile "models/$model.dl" -o "$tmp/$s-$model" ;;
             dlc-noplan) "$build"/dlc -fno-plan-memory "models/$model.dl" -o "$tmp/$s-$model" ;;
             dlc-nofuse-noplan)
                 "$build"/dlc -fno-fuse -fno-plan-memory "models/$model.dl" -o "$tmp/$s-$model" ;;
@@ -193,9 +195,10 @@ SPEC = {  # case: model, mode, batch, row label, unit
 }
 NAMES = {"dlc": "dlc", "torch": "PyTorch 1.13", "jax": "JAX", "torch2": "torch.compile",
          "ort": "ONNX Runtime", "openvino": "OpenVINO", "tvm": "TVM",
-         "dlc-nofuse": "dlc -fno-fuse", "dlc-noplan": "dlc -fno-plan-memory",
+         "dlc-nofuse": "dlc -fno-fuse", "dlc-notile": "dlc -fno-tile",
+         "dlc-noplan": "dlc -fno-plan-memory",
          "dlc-nofuse-noplan": "dlc -fno-fuse -fno-plan-memory"}
-ABLATIONS = ["dlc-nofuse", "dlc-noplan", "dlc-nofuse-noplan"]
+ABLATIONS = ["dlc-nofuse", "dlc-notile", "dlc-noplan", "dlc-nofuse-noplan"]
 peers = [s for s in systems if s not in ABLATIONS and s != "dlc"]
 MEMORY_CASES = ["alexnet-train-64", "googlenet-train-32"]
 

@@ -5,7 +5,9 @@
  *
  *   - one static function per op, with every size a constant, `restrict`
  *     pointers, calling the kernels of libdlrt (runtime/dlrt.h) — BLAS for
- *     the GEMMs of dense layers and convolutions — preceded by a #line
+ *     the GEMMs of dense layers and convolutions — or, for the convolutions
+ *     the tile pass gave a register block, dlc's own loops (direct_conv.c);
+ *     preceded by a #line
  *     directive naming the op's .dl line, so that a debugger or profiler
  *     points at the model;
  *   - NAME_forward (inference) and NAME_train_step (forward, loss,
