@@ -376,6 +376,21 @@ bool dlc_op_fused_relu(const DlcOp *op);
  * write each element after reading the operands' same element, and the
  * copies flatten and reshape (which then copy nothing). */
 bool dlc_op_in_place(const DlcOp *op);
+/* A convolution op (conv2d, conv2d_grad_input, conv2d_grad_weight): the
+ * types of the forward convolution's input *x and output *y, which each
+ * of the three reads or writes. */
+void dlc_conv_images(const DlcOp *op, const DlcType **x, const DlcType **y);
+/* How dlc's own convolution loops compute such an op (passes/tile.c
+ * chooses them, codegen/cpu/direct_conv.c writes them): `rows` result
+ * channels, each a sum over a source of `channels` planes of h x w padded
+ * with zeros by ph, pw, into results of oh x ow.  The source is x, or for
+ * the input's gradient dy, padded by the dilated kernel less the forward
+ * padding (the result is then x).  False where that padding would be
+ * negative. */
+typedef struct DlcConvProduct {
+    int64_t rows, channels, h, w, ph, pw, oh, ow;
+} DlcConvProduct;
+bool dlc_conv_product(const DlcOp *op, DlcConvProduct *p);
 
 typedef struct DlcNetwork {
     const char *name;

@@ -131,6 +131,31 @@ bool dlc_op_in_place(const DlcOp *op) {
            op->kind == DLC_OP_RESHAPE;
 }
 
+void dlc_conv_images(const DlcOp *op, const DlcType **x, const DlcType **y) {
+    *x = op->kind == DLC_OP_CONV2D ? &op->in[0]->type
+         : op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &op->out[0]->type
+                                                : &op->in[1]->type;
+    *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
+}
+
+bool dlc_conv_product(const DlcOp *op, DlcConvProduct *p) {
+    const DlcType *x, *y;
+    dlc_conv_images(op, &x, &y);
+    const DlcAttr *a = op->attrs;
+    const int64_t *k = a[dlc_op_attr_index(op->kind, "kernel")].pair,
+                  *pad = a[dlc_op_attr_index(op->kind, "pad")].pair,
+                  *d = a[dlc_op_attr_index(op->kind, "dilation")].pair;
+    if (op->kind != DLC_OP_CONV2D_GRAD_INPUT) {
+        *p = (DlcConvProduct){y->dims[0], x->dims[0], x->dims[1], x->dims[2],
+                              pad[0], pad[1], y->dims[1], y->dims[2]};
+        return true;
+    }
+    *p = (DlcConvProduct){x->dims[0], y->dims[0], y->dims[1], y->dims[2],
+                          (k[0] - 1) * d[0] - pad[0], (k[1] - 1) * d[1] - pad[1],
+                          x->dims[1], x->dims[2]};
+    return p->ph >= 0 && p->pw >= 0;
+}
+
 const char *const *dlc_op_names(void) {
     init_table();
     return op_names;

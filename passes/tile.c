@@ -100,16 +100,12 @@ const char *dlc_target_cpu_parse(const char *spec, DlcTargetCpu *t) {
 
 /* ---- the model --------------------------------------------------------------- */
 
-/* The product a convolution op computes with dlc's own loops: `rows`
- * result channels, each a sum of k = channels x taps products over a source
- * of `channels` planes of h x w, padded by ph, pw (conv2d: x; the input's
- * gradient: dy, padded so that the flipped kernel covers it), into a
- * result of oh x ow (or, for the weight gradient, the kernel). */
+/* What dlc's loops compute for a convolution op: its product
+ * (ir/ops.c), with k = channels x taps multiply-adds per result, and the
+ * convolution's own multiply-adds per sample, without padding. */
 typedef struct Product {
-    int64_t rows, channels, k;
-    int64_t h, w, ph, pw;
-    int64_t oh, ow;
-    int64_t macs; /* the convolution's multiply-adds per sample, without padding */
+    DlcConvProduct c;
+    int64_t k, macs;
 } Product;
 
 static const DlcAttr *attr(const DlcOp *op, const char *name) {
@@ -117,37 +113,30 @@ static const DlcAttr *attr(const DlcOp *op, const char *name) {
 }
 
 /* The product of op, or false where dlc's loops do not apply (strides,
- * groups) or do not pay (1x1 convolutions read their input as it is). */
+ * groups, an input gradient's padding larger than the kernel) or do not
+ * pay (1x1 convolutions read their input as it is). */
 static bool product_of(const DlcOp *op, Product *p) {
     const int64_t *k = attr(op, "kernel")->pair, *s = attr(op, "stride")->pair,
-                  *pad = attr(op, "pad")->pair, *d = attr(op, "dilation")->pair;
+                  *pad = attr(op, "pad")->pair;
     if (s[0] != 1 || s[1] != 1 || attr(op, "groups")->i != 1)
         return false;
     if (k[0] == 1 && k[1] == 1 && pad[0] == 0 && pad[1] == 0)
         return false;
-    /* x, y: the forward convolution's input and output */
-    const DlcType *x = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &op->out[0]->type
-                       : op->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? &op->in[1]->type
-                                                                : &op->in[0]->type;
-    const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
-    int64_t taps = k[0] * k[1];
-    if (op->kind == DLC_OP_CONV2D_GRAD_INPUT) {
-        int64_t th = (k[0] - 1) * d[0] - pad[0], tw = (k[1] - 1) * d[1] - pad[1];
-        if (th < 0 || tw < 0)
-            return false;
-        *p = (Product){x->dims[0], y->dims[0], y->dims[0] * taps, y->dims[1], y->dims[2],
-                       th, tw, x->dims[1], x->dims[2], 0};
-    } else
-        *p = (Product){y->dims[0], x->dims[0], x->dims[0] * taps, x->dims[1], x->dims[2],
-                       pad[0], pad[1], y->dims[1], y->dims[2], 0};
-    p->macs = y->dims[0] * x->dims[0] * taps * y->dims[1] * y->dims[2];
+    if (!dlc_conv_product(op, &p->c))
+        return false;
+    const DlcType *x, *y;
+    dlc_conv_images(op, &x, &y);
+    p->k = p->c.channels * k[0] * k[1];
+    p->macs = y->dims[0] * x->dims[0] * k[0] * k[1] * y->dims[1] * y->dims[2];
     return true;
 }
 
 /* Floats of one padded source plane, and of one result plane in the padded
  * width, as codegen/cpu/direct_conv.c lays them out (without its slack). */
-static int64_t source_plane(const Product *p) { return (p->h + 2 * p->ph) * (p->w + 2 * p->pw); }
-static int64_t result_plane(const Product *p) { return p->oh * (p->w + 2 * p->pw); }
+static int64_t source_plane(const DlcConvProduct *p) {
+    return (p->h + 2 * p->ph) * (p->w + 2 * p->pw);
+}
+static int64_t result_plane(const DlcConvProduct *p) { return p->oh * (p->w + 2 * p->pw); }
 
 /* The best register block for op on t, in tile[] (rows, columns); false
  * where none fits the model. */
@@ -155,15 +144,15 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, int64_t tile[2]) {
     Product p;
     if (!product_of(op, &p))
         return false;
-    int64_t lanes = t->vector / 4, plane = result_plane(&p);
-    if (4 * (p.channels * source_plane(&p) + p.rows * plane) > t->l2)
+    int64_t lanes = t->vector / 4, plane = result_plane(&p.c);
+    if (4 * (p.c.channels * source_plane(&p.c) + p.c.rows * plane) > t->l2)
         return false; /* one sample's copy and result must stay in L2 */
     bool weight = op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
     int64_t kw = attr(op, "kernel")->pair[1];
     double best = 0;
     int64_t best_waste = 0;
-    for (int64_t rows = 1; rows <= p.rows && rows <= t->registers; rows++) {
-        if (p.rows % rows)
+    for (int64_t rows = 1; rows <= p.c.rows && rows <= t->registers; rows++) {
+        if (p.c.rows % rows)
             continue;
         for (int64_t nv = 1; nv <= 4; nv++) {
             /* columns: registers of output positions, or the kernel's width
@@ -185,7 +174,7 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, int64_t tile[2]) {
                worth it while at least half its multiply-adds are the
                convolution's, since im2col and BLAS take about twice as
                long per multiply-add at these sizes (docs/passes.md) */
-            int64_t computed = p.rows * p.k * ((plane + cols - 1) / cols * cols);
+            int64_t computed = p.c.rows * p.k * ((plane + cols - 1) / cols * cols);
             if (2 * p.macs < computed)
                 continue;
             double intensity = (double)(rows * regs) / (double)(rows + regs);
@@ -201,9 +190,9 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, int64_t tile[2]) {
 
 bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
     (void)ctx;
-    DlcTargetCpu host, t;
-    dlc_target_cpu_host(&host);
-    t = opt->cpu.vector ? opt->cpu : host;
+    DlcTargetCpu t = opt->cpu; /* --target-cpu, over the machine's own */
+    if (!t.vector)
+        dlc_target_cpu_host(&t);
     for (int i = 0; i < m->nnetworks; i++) {
         DlcNetwork *net = m->networks[i];
         for (int j = 0; j < net->nops; j++) {

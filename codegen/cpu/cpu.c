@@ -663,10 +663,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
             const DlcOp *op = nets[k]->ops[i];
             if (!uses_work(op))
                 continue;
-            const DlcType *x = op->kind == DLC_OP_CONV2D ? &op->in[0]->type
-                               : op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &op->out[0]->type
-                                                                      : &op->in[1]->type;
-            const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
+            const DlcType *x, *y;
+            dlc_conv_images(op, &x, &y);
             put(o, "    {\n");
             if (dlc_cpu_is_direct_conv(op)) {
                 int64_t shared, slice;

@@ -66,25 +66,15 @@ typedef struct Geometry {
 } Geometry;
 
 static Geometry geometry(const DlcOp *op, const char *real) {
-    const int64_t *k = pair(op, "kernel"), *pad = pair(op, "pad"), *d = pair(op, "dilation"),
-                  *tile = pair(op, "tile");
-    int64_t size = strcmp(real, "double") == 0 ? 8 : 4;
-    Geometry g = {.kh = k[0], .kw = k[1], .dh = d[0], .dw = d[1], .fb = tile[0],
+    const int64_t *k = pair(op, "kernel"), *d = pair(op, "dilation"), *tile = pair(op, "tile");
+    DlcConvProduct c;
+    if (!dlc_conv_product(op, &c))
+        dlc_unreachable("direct_conv: a padding check_tile accepts is negative");
+    Geometry g = {.ci = c.channels, .h = c.h, .w = c.w, .ph = c.ph, .pw = c.pw,
+                  .co = c.rows, .oh = c.oh, .ow = c.ow,
+                  .kh = k[0], .kw = k[1], .dh = d[0], .dw = d[1], .fb = tile[0],
                   .bytes = int_attr(op, "vector")};
-    g.lanes = g.bytes / size;
-    /* x, y: the forward convolution's input and output */
-    const DlcType *x = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &op->out[0]->type
-                       : op->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? &op->in[1]->type
-                                                                : &op->in[0]->type;
-    const DlcType *y = op->kind == DLC_OP_CONV2D ? &op->out[0]->type : &op->in[0]->type;
-    const DlcType *src = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? y : x;
-    const DlcType *dst = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? x : y;
-    g.ci = src->dims[0], g.h = src->dims[1], g.w = src->dims[2];
-    g.co = dst->dims[0], g.oh = dst->dims[1], g.ow = dst->dims[2];
-    if (op->kind == DLC_OP_CONV2D_GRAD_INPUT)
-        g.ph = (g.kh - 1) * g.dh - pad[0], g.pw = (g.kw - 1) * g.dw - pad[1];
-    else
-        g.ph = pad[0], g.pw = pad[1];
+    g.lanes = g.bytes / (strcmp(real, "double") == 0 ? 8 : 4);
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw, g.k = g.ci * g.kh * g.kw;
     g.p = g.oh * g.wp;
     if (op->kind == DLC_OP_CONV2D_GRAD_WEIGHT) {

@@ -841,9 +841,8 @@ static Gemm gemm_of(const DlcOp *op) {
         return g;
     }
     /* convolutions: geometry from the input and output images */
-    const DlcType *img = op->kind == DLC_OP_CONV2D ? &x->type
-                         : op->kind == DLC_OP_CONV2D_GRAD_INPUT ? &y->type : &op->in[1]->type;
-    const DlcType *out = op->kind == DLC_OP_CONV2D ? &y->type : &x->type;
+    const DlcType *img, *out;
+    dlc_conv_images(op, &img, &out);
     const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
                   *p = attr_pair(op, "pad"), *d = attr_pair(op, "dilation");
     g.c = img->dims[0], g.h = img->dims[1], g.w = img->dims[2];
