@@ -194,7 +194,7 @@ typedef struct DlcAttr {
     };
 } DlcAttr;
 
-#define DLC_MAX_ATTRS 12
+#define DLC_MAX_ATTRS 16
 
 /* One attribute of an op's schema, parsed from the table's schema string. */
 typedef struct DlcAttrSpec {
@@ -297,7 +297,7 @@ typedef enum DlcInit {
 const char *dlc_init_name(DlcInit i);
 DlcInit dlc_init_lookup(const char *name); /* DLC_INIT_COUNT if unknown */
 
-#define DLC_MAX_PARAMS_PER_OP 4
+#define DLC_MAX_PARAMS_PER_OP 6
 #define DLC_MAX_RESULTS 3
 
 /* The shape rule's view of an op: operand types and attributes in, result
@@ -369,8 +369,14 @@ struct DlcOp {
 };
 
 /* Whether op has a ReLU fused into it (relu=true: conv2d, dense, batchnorm,
- * batchnorm_train; see passes/fuse.c).  In ops.c, beside the schemas. */
+ * batchnorm_train, add; see passes/fuse.c).  In ops.c, beside the schemas. */
 bool dlc_op_fused_relu(const DlcOp *op);
+/* A conv2d's or dense's bias parameter, or NULL (bias=false). */
+const DlcValue *dlc_op_bias(const DlcOp *op);
+/* The operand index of the batchnorm weight of a conv2d with a batchnorm
+ * folded in (batchnorm=true; then bias, running mean and running variance
+ * follow it); -1 for any other op. */
+int dlc_op_folded_batchnorm(const DlcOp *op);
 /* Whether op may write its result over a tensor operand of the same size
  * (the memory plan's in-place sharing): elementwise ops, whose kernels
  * write each element after reading the operands' same element, and the

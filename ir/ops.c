@@ -126,6 +126,18 @@ bool dlc_op_fused_relu(const DlcOp *op) {
     return i >= 0 && op->attrs[i].b;
 }
 
+const DlcValue *dlc_op_bias(const DlcOp *op) {
+    int i = dlc_op_attr_index(op->kind, "bias");
+    if (i < 0 || !op->attrs[i].b || (op->kind != DLC_OP_CONV2D && op->kind != DLC_OP_DENSE))
+        return NULL;
+    return op->in[op->nin - op->nparams + 1]; /* after the weight */
+}
+
+int dlc_op_folded_batchnorm(const DlcOp *op) {
+    int i = dlc_op_attr_index(op->kind, "batchnorm");
+    return i >= 0 && op->attrs[i].b ? op->nin - 4 : -1;
+}
+
 bool dlc_op_in_place(const DlcOp *op) {
     return (dlc_op_info(op->kind)->flags & DLC_OPF_ELEMWISE) || op->kind == DLC_OP_FLATTEN ||
            op->kind == DLC_OP_RESHAPE;

@@ -254,6 +254,16 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
               DLC_INIT_KAIMING_UNIFORM, true);
     if (A("bias").b)
         add_param(inf, "bias", x->dtype, 1, (int64_t[]){f}, DLC_INIT_ZEROS, true);
+    if (A("batchnorm").b) { /* an inference batchnorm folded in: its parameters */
+        if (!(A("bn_eps").f > 0)) {
+            dlc_error(inf->ctx, inf->loc, "conv2d: bn_eps must be positive, got %g", A("bn_eps").f);
+            return false;
+        }
+        add_param(inf, "bn_weight", x->dtype, 1, &f, DLC_INIT_ONES, true);
+        add_param(inf, "bn_bias", x->dtype, 1, &f, DLC_INIT_ZEROS, true);
+        add_param(inf, "running_mean", x->dtype, 1, &f, DLC_INIT_ZEROS, false);
+        add_param(inf, "running_var", x->dtype, 1, &f, DLC_INIT_ONES, false);
+    }
     return check_tile(inf, f) && check_sizes(inf);
 }
 

@@ -105,6 +105,14 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
     DlcValue *x = op->in[0], *y = op->out[0];
     DlcAttr attrs[DLC_MAX_ATTRS];
     DlcLoc loc = op->loc;
+    if (dlc_op_folded_batchnorm(op) >= 0) {
+        /* the folded batchnorm normalizes with its running statistics: an
+         * inference form, which training must not use */
+        dlc_error(ad->ctx, loc, "autodiff: conv2d with batchnorm=true (a batchnorm folded in "
+                  "for inference) cannot be trained; write conv2d(...) -> batchnorm");
+        ad->ok = false;
+        return;
+    }
     dy = through_fused_relu(ad, op, dy);
     switch (op->kind) {
     case DLC_OP_CONV2D:

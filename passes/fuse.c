@@ -1,26 +1,52 @@
-/* fuse.c — merges a ReLU into the convolution, dense layer or batch
- * normalization before it.
+/* fuse.c — merges an op into the op that computes its operand, so that the
+ * code generators compute both in one loop nest (or kernel) and the value
+ * between them is never stored.  Four patterns, each an attribute of the
+ * producer, which then defines the consumer's result under its old name:
  *
  *   %c = conv2d(%x, @w, @b) {...}            %r = conv2d(%x, @w, @b) {..., relu=true}
  *   %r = relu(%c)                      =>
  *
- * when the relu is the only reader of %c (and %c is not an output); the
- * same for dense, batchnorm and batchnorm_train (whose other results, the
- * batch statistics, stay as they are).  The fused op computes the same
- * values, but the CPU code applies the ReLU to each sample's output right
- * after its product, while it is in the caches, instead of in a second
- * pass over the whole batch (dense and batchnorm apply it in place after
- * the op); and %c, one activation the size of the layer's output, no
- * longer exists.  The backward pass is unchanged: relu_grad reads the
- * ReLU's result, which the fused op still defines under its old name, and
- * batchnorm's gradients read its input and statistics, not its result.
+ *   relu into the op before it: conv2d, dense, batchnorm, batchnorm_train
+ *   (whose other results, the batch statistics, stay as they are) and add
+ *   (the end of a residual block, an elementwise chain).  The CPU code
+ *   applies the ReLU to each sample's output right after its product, while
+ *   it is in the caches (dense and batchnorm in place after the op).
+ *
+ *   %g = maxpool_grad(%dy, %y) {...}         %d = maxpool_grad(%dy, %y) {..., relu_grad=true}
+ *   %d = relu_grad(%g, %y)             =>
+ *
+ *   the backward pass of relu -> maxpool: the ReLU's gradient masks where y
+ *   is not positive, and y is the very tensor maxpool_grad reads, so the
+ *   mask costs one comparison at each window's maximum, the only place a
+ *   gradient lands, instead of a pass over the whole gradient.
+ *
+ *   %c = conv2d(%x, @w, @b) {...}            %n = conv2d(%x, @w, @b, @n.weight, @n.bias,
+ *   %n = batchnorm(%c, @n.weight, ...)  =>           @n.running_mean, @n.running_var)
+ *                                                  {..., batchnorm=true, bn_eps=...}
+ *
+ *   an inference batchnorm folded into the convolution before it: the
+ *   code multiplies each output channel by w / sqrt(running_var + eps) and
+ *   adds the rest as its bias, in the convolution's epilogue.  The weights
+ *   are not rewritten at compile time because training changes them; the
+ *   per-channel factors are computed at each call, a cost of one multiply
+ *   per weight's filter, not per weight.  A relu after the batchnorm then
+ *   fuses as well (the epilogue is bias, batchnorm, relu).
+ *
+ * Each merge needs the producer's result to have no reader but the
+ * consumer and not to be an output, and the producer not to have the
+ * attribute already (nor a ReLU before a folded batchnorm).  The results
+ * are those of the ops apart, up to float rounding (the batchnorm fold
+ * reassociates; the others are the same bits).
  *
  * It runs after autodiff and optimizer (the C target's pipeline), so both
  * the inference network and the training step are fused; autodiff also
- * accepts fused ops (it differentiates through the ReLU first).
+ * accepts relu=true (it differentiates through the ReLU first) and refuses
+ * a folded batchnorm, which only inference networks have.
  *
  * Preconditions: the module verifies. */
 #include "passes.h"
+
+#include <string.h>
 
 /* How many ops (and outputs) read each value, by name. */
 static void count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
@@ -35,17 +61,65 @@ static void count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
     }
 }
 
-/* The op a relu can merge into: a conv2d, dense or batchnorm that has no
- * ReLU yet and whose (first) result only the relu reads; NULL otherwise. */
-static DlcOp *fusable_producer(const DlcOp *relu, const DlcMap *uses) {
-    const DlcValue *x = relu->in[0];
-    DlcOp *def = x->kind == DLC_VAL_OP && x->result == 0 ? x->def : NULL;
-    if (!def || (def->kind != DLC_OP_CONV2D && def->kind != DLC_OP_DENSE &&
-                 def->kind != DLC_OP_BATCHNORM && def->kind != DLC_OP_BATCHNORM_TRAIN))
+static bool attr_set(const DlcOp *op, const char *name) {
+    int i = dlc_op_attr_index(op->kind, name);
+    return i >= 0 && op->attrs[i].b;
+}
+
+static void set_attr(DlcOp *op, const char *name) {
+    op->attrs[dlc_op_attr_index(op->kind, name)].b = true;
+}
+
+/* The op computing consumer's first operand, as its first result, when the
+ * consumer is that value's only reader; NULL otherwise. */
+static DlcOp *sole_producer(const DlcOp *consumer, const DlcMap *uses) {
+    const DlcValue *x = consumer->in[0];
+    if (x->kind != DLC_VAL_OP || x->result != 0)
         return NULL;
+    return (intptr_t)dlc_map_get(uses, x->name) == 1 ? x->def : NULL;
+}
+
+/* relu after an op with a relu attribute (and none set yet) */
+static bool fuse_relu(DlcOp *op, DlcOp *def) {
+    if (op->kind != DLC_OP_RELU)
+        return false;
+    if (def->kind != DLC_OP_CONV2D && def->kind != DLC_OP_DENSE && def->kind != DLC_OP_ADD &&
+        def->kind != DLC_OP_BATCHNORM && def->kind != DLC_OP_BATCHNORM_TRAIN)
+        return false;
     if (dlc_op_fused_relu(def))
-        return NULL;
-    return (intptr_t)dlc_map_get(uses, x->name) == 1 ? def : NULL;
+        return false;
+    set_attr(def, "relu");
+    return true;
+}
+
+/* relu_grad(maxpool_grad(dy, y), y) */
+static bool fuse_relu_grad(DlcOp *op, DlcOp *def) {
+    if (op->kind != DLC_OP_RELU_GRAD || def->kind != DLC_OP_MAXPOOL_GRAD)
+        return false;
+    if (def->in[1] != op->in[1] || attr_set(def, "relu_grad"))
+        return false;
+    set_attr(def, "relu_grad");
+    return true;
+}
+
+/* batchnorm(conv2d(x)): the batchnorm's parameters join the convolution's */
+static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
+    if (op->kind != DLC_OP_BATCHNORM || def->kind != DLC_OP_CONV2D)
+        return false;
+    if (dlc_op_fused_relu(def) || dlc_op_folded_batchnorm(def) >= 0)
+        return false;
+    DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(def->nin + 4));
+    memcpy(in, def->in, sizeof *in * (size_t)def->nin);
+    memcpy(in + def->nin, op->in + 1, sizeof *in * 4);
+    def->in = in;
+    def->nin += 4;
+    def->nparams += 4;
+    set_attr(def, "batchnorm");
+    def->attrs[dlc_op_attr_index(def->kind, "bn_eps")].f =
+        op->attrs[dlc_op_attr_index(op->kind, "eps")].f;
+    if (dlc_op_fused_relu(op))
+        set_attr(def, "relu");
+    return true;
 }
 
 static void fuse_network(DlcModule *m, DlcNetwork *net) {
@@ -54,13 +128,12 @@ static void fuse_network(DlcModule *m, DlcNetwork *net) {
     int n = 0;
     for (int i = 0; i < net->nops; i++) {
         DlcOp *op = net->ops[i];
-        DlcOp *def = op->kind == DLC_OP_RELU ? fusable_producer(op, &uses) : NULL;
-        if (!def) {
+        DlcOp *def = op->nin ? sole_producer(op, &uses) : NULL;
+        if (!def || !(fuse_relu(op, def) || fuse_relu_grad(op, def) || fold_batchnorm(m, op, def))) {
             net->ops[n++] = op;
             continue;
         }
-        /* the producer now defines the relu's result, and the relu goes */
-        def->attrs[dlc_op_attr_index(def->kind, "relu")].b = true;
+        /* the producer now defines the consumer's result, and the consumer goes */
         DlcValue *y = op->out[0];
         def->out[0] = y;
         y->def = def;

@@ -313,6 +313,9 @@ typedef struct DlrtPool {
     int64_t c, h, w, oh, ow;
     int64_t kh, kw, sh, sw, ph, pw;
     bool count_include_pad; /* average pooling: divide by the whole window */
+    bool relu_grad;         /* max pooling backward: also the gradient of the ReLU
+                               whose result x is (maxpool_grad {relu_grad=true}):
+                               nothing reaches an x that is not positive */
 } DlrtPool;
 
 /* Local response normalization across channels (torch.nn.LocalResponseNorm,

@@ -10,6 +10,13 @@
 void DLRT_K(dlrt_conv2d_forward)(const DlrtConv *cv, int64_t n, const DLRT_REAL *x,
                                  const DLRT_REAL *w, const DLRT_REAL *b, DLRT_REAL *y,
                                  DLRT_REAL *work, int threads);
+/* y = conv(x, w) * scale[f] + shift[f]: a convolution with an inference
+ * batchnorm folded in (conv2d {batchnorm=true}; dlrt_batchnorm_fold gives
+ * scale and shift). */
+void DLRT_K(dlrt_conv2d_forward_folded)(const DlrtConv *cv, int64_t n, const DLRT_REAL *x,
+                                        const DLRT_REAL *w, const DLRT_REAL *scale,
+                                        const DLRT_REAL *shift, DLRT_REAL *y, DLRT_REAL *work,
+                                        int threads);
 /* dx[n,c,h,w] from dy[n,f,oh,ow] and w. */
 void DLRT_K(dlrt_conv2d_backward_input)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
                                         const DLRT_REAL *w, DLRT_REAL *dx, DLRT_REAL *work, int threads);
@@ -43,10 +50,13 @@ void DLRT_K(dlrt_tanh_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_R
                                 DLRT_REAL *dx);
 /* y = a + b; y may alias a or b. */
 void DLRT_K(dlrt_add)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b, DLRT_REAL *y);
+/* y = relu(a + b) in one pass (add {relu=true}); y may alias a or b. */
+void DLRT_K(dlrt_add_relu)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b, DLRT_REAL *y);
 
 void DLRT_K(dlrt_maxpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
                                   DLRT_REAL *y);
-/* dx from dy, finding each window's maximum (the first, on ties) in x again. */
+/* dx from dy, finding each window's maximum (the first, on ties) in x again;
+ * with p->relu_grad, only to maxima that are positive. */
 void DLRT_K(dlrt_maxpool_backward)(const DlrtPool *p, int64_t n, const DLRT_REAL *dy,
                                    const DLRT_REAL *x, DLRT_REAL *dx);
 void DLRT_K(dlrt_avgpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
@@ -90,6 +100,12 @@ void DLRT_K(dlrt_batchnorm_forward_train)(int64_t n, int64_t c, int64_t hw, DLRT
 void DLRT_K(dlrt_batchnorm_normalize)(int64_t n, int64_t c, int64_t hw, const DLRT_REAL *x,
                                       const DLRT_REAL *mean, const DLRT_REAL *invstd,
                                       const DLRT_REAL *w, const DLRT_REAL *b, DLRT_REAL *y);
+/* A batchnorm at inference after a convolution with bias b (or NULL), as
+ * one affine map of the convolution's output per channel: scale = w /
+ * sqrt(running_var + eps), shift = bias + (b - running_mean) scale. */
+void DLRT_K(dlrt_batchnorm_fold)(int64_t c, DLRT_REAL eps, const DLRT_REAL *b, const DLRT_REAL *w,
+                                 const DLRT_REAL *bias, const DLRT_REAL *running_mean,
+                                 const DLRT_REAL *running_var, DLRT_REAL *scale, DLRT_REAL *shift);
 void DLRT_K(dlrt_batchnorm_forward_eval)(int64_t n, int64_t c, int64_t hw, DLRT_REAL eps,
                                          const DLRT_REAL *x, const DLRT_REAL *w,
                                          const DLRT_REAL *b, const DLRT_REAL *running_mean,

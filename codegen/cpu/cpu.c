@@ -183,11 +183,12 @@ static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y
     int cip = dlc_op_attr_index(op->kind, "count_include_pad");
     put(o, "    static const DlrtPool pool = {.c = %lld, .h = %lld, .w = %lld, .oh = %lld, "
            ".ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, "
-           ".pw = %lld, .count_include_pad = %s};\n",
+           ".pw = %lld, .count_include_pad = %s%s};\n",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[1], (long long)y->dims[2], (long long)k[0], (long long)k[1],
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-        cip >= 0 && op->attrs[cip].b ? "true" : "false");
+        cip >= 0 && op->attrs[cip].b ? "true" : "false",
+        op->kind == DLC_OP_MAXPOOL_GRAD && attr_b(op, "relu_grad") ? ", .relu_grad = true" : "");
 }
 
 /* Elements before and after a (normalized) axis of a per-sample type. */
@@ -203,6 +204,21 @@ static void around_axis(const DlcType *t, int axis, int64_t *before, int64_t *af
 
 static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
 
+/* A conv2d with a batchnorm folded in (batchnorm=true) starts with the
+ * batchnorm's per-channel scale and shift, from its parameters as they are
+ * at this call (training may have changed them since the last). */
+static void put_batchnorm_fold(Cpu *cpu, Out *o, const DlcOp *op) {
+    int k = dlc_op_folded_batchnorm(op);
+    if (k < 0)
+        return;
+    long long f = (long long)op->out[0]->type.dims[0];
+    put(o, "    /* the folded batchnorm: y = conv * bn_scale + bn_shift per channel */\n"
+           "    %s bn_scale[%lld], bn_shift[%lld];\n"
+           "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
+        cpu->real, f, f, cpu->k, f, cfloat(cpu, attr_f(op, "bn_eps")), dlc_op_bias(op) ? "a2" : "NULL",
+        k, k + 1, k + 2, k + 3);
+}
+
 /* The body of op's function: operands are named a0, a1, ..., results r0. */
 static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     const DlcValue *x = op->nin ? op->in[0] : NULL, *y = op->nout ? op->out[0] : NULL;
@@ -211,8 +227,11 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     switch (op->kind) {
     case DLC_OP_CONV2D:
         put_conv(o, op, &x->type, &y->type);
-        put(o, "    dlrt_conv2d_forward(&cv, n, a0, a1, %s, r0, work, threads);\n",
-            op->nparams == 2 ? "a2" : "NULL");
+        if (dlc_op_folded_batchnorm(op) >= 0)
+            put(o, "    dlrt_conv2d_forward_folded(&cv, n, a0, a1, bn_scale, bn_shift, r0, work, threads);\n");
+        else
+            put(o, "    dlrt_conv2d_forward(&cv, n, a0, a1, %s, r0, work, threads);\n",
+                dlc_op_bias(op) ? "a2" : "NULL");
         return true;
     case DLC_OP_DENSE:
         put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, r0);\n", ne,
@@ -232,7 +251,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     }
     case DLC_OP_ADD:
-        put(o, "    dlrt_add(%s%lld, a0, a1, r0);\n", count, ne);
+        put(o, "    dlrt_add%s(%s%lld, a0, a1, r0);\n", dlc_op_fused_relu(op) ? "_relu" : "", count, ne);
         return true;
     case DLC_OP_LEAKY_RELU:
         put(o, "    dlrt_leaky_relu_forward(%s%lld, %s, a0, r0);\n", count, ne,
@@ -474,6 +493,7 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
         put(o, ", uint64_t seed");
     put(o, ") {\n");
     put(o, "    (void)n;\n");
+    put_batchnorm_fold(cpu, o, op);
     if (dlc_cpu_is_direct_conv(op))
         dlc_cpu_direct_conv(o, op, cpu->real); /* calls no kernel of libdlrt's */
     else

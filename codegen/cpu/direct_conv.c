@@ -15,8 +15,9 @@
  * types say which values are registers, so the block does not depend on
  * the compiler's vectorizer.
  *
- *   - conv2d: the product above, then the bias and a fused ReLU while the
- *     sample's result is in the caches.
+ *   - conv2d: the product above, then the bias (or a folded batchnorm's
+ *     scale and shift) and a fused ReLU while the sample's result is in
+ *     the caches.
  *   - conv2d_grad_input: the same product over dy, padded by the dilated
  *     kernel less the forward padding, with the weights flipped and their
  *     two channel axes swapped (a copy made once per call).
@@ -193,7 +194,8 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
            "                            *(vecu *)(yp + (f0 + i) * PT + p0 + j * L) = acc[i][j];\n"
            "                }\n", real, real, real);
     /* the epilogue: the output's columns of the padded width */
-    bool bias = op->kind == DLC_OP_CONV2D && op->nparams == 2, relu = dlc_op_fused_relu(op);
+    bool bias = op->kind == DLC_OP_CONV2D && dlc_op_bias(op), relu = dlc_op_fused_relu(op);
+    bool folded = dlc_op_folded_batchnorm(op) >= 0; /* bn_scale, bn_shift: cpu.c */
     put(o, "            for (int f = 0; f < CO; f++)\n"
            "                for (int oy = 0; oy < OH; oy++) {\n"
            "                    const %s *src = yp + f * PT + oy * WP;\n"
@@ -205,7 +207,7 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
            "                }\n"
            "        }\n"
            "    }\n",
-        real, real, real, bias ? " + a2[f]" : "",
+        real, real, real, folded ? " * bn_scale[f] + bn_shift[f]" : bias ? " + a2[f]" : "",
         relu ? "v < 0 ? 0 : v; /* NaN stays NaN, as in relu_forward */" : "v");
 }
 

@@ -168,7 +168,7 @@ static void elementwise(NvKernels *nk, const DlcOp *op, const char *tag) {
     case DLC_OP_LEAKY_RELU:
         v = kb_select(kb, kb_fgt(kb, a, zero), a, kb_fmul(kb, kb_float(kb, attr_f(op, "slope")), a));
         break;
-    case DLC_OP_ADD: v = kb_fadd(kb, a, a1); break;
+    case DLC_OP_ADD: v = relu_if(kb, dlc_op_fused_relu(op), kb_fadd(kb, a, a1)); break;
     case DLC_OP_RELU_GRAD: v = kb_select(kb, kb_fgt(kb, a1, zero), a, zero); break;
     case DLC_OP_SIGMOID_GRAD: v = kb_fmul(kb, kb_fmul(kb, a, kb_fsub(kb, one, a1)), a1); break;
     case DLC_OP_TANH_GRAD: v = kb_fmul(kb, a, kb_fsub(kb, one, kb_fmul(kb, a1, a1))); break;
@@ -446,7 +446,10 @@ static void pool_backward(NvKernels *nk, const DlcOp *op, const char *tag) {
     }
     kb_endfor(kb);
     kb_endfor(kb);
-    kb_store(kb, b.p[max ? 2 : 1], i, kb_get(kb, sum));
+    LLVMValueRef v = kb_get(kb, sum);
+    if (max && attr_b(op, "relu_grad")) /* relu_grad(dx, x) fused: zero where x <= 0 */
+        v = kb_select(kb, kb_fgt(kb, kb_load(kb, xp, r), kb_float(kb, 0)), v, kb_float(kb, 0));
+    kb_store(kb, b.p[max ? 2 : 1], i, v);
     end_map(&b);
 }
 
@@ -660,18 +663,25 @@ static void batchnorm_train(NvKernels *nk, const DlcOp *op, const char *tag) {
 }
 
 /* batchnorm (inference) and batchnorm_normalize: a map */
+/* batchnorm, batchnorm_normalize, and the batchnorm folded into a conv2d
+ * (batchnorm=true), a second kernel of the conv's over its own result, in
+ * place, after the product (its bias and no ReLU, gemm_of) */
 static void batchnorm_map(NvKernels *nk, const DlcOp *op, const char *tag) {
     Build b;
+    int k = dlc_op_folded_batchnorm(op);
     int slots[6] = {0, 1, 2, 3, 4, NV_RESULT};
-    start(&b, nk, op, tag, "", slots, 6, NULL, 0, MAP_THREADS);
+    if (k >= 0)
+        memcpy(slots, (int[6]){NV_RESULT, k, k + 1, k + 2, k + 3, NV_RESULT}, sizeof slots);
+    start(&b, nk, op, tag, k >= 0 ? "batchnorm" : "", slots, 6, NULL, 0, MAP_THREADS);
     Kb *kb = b.kb;
-    const DlcValue *x = op->in[0];
+    const DlcValue *x = k >= 0 ? op->out[0] : op->in[0];
     int64_t c = x->type.dims[0], hw = numel(x) / c;
     LLVMValueRef i = begin_map(&b, numel(x), 0);
     LLVMValueRef j = kb_remi(kb, kb_divi(kb, i, hw), c), xv = kb_load(kb, b.p[0], i), y;
-    if (op->kind == DLC_OP_BATCHNORM) { /* (x, @w, @b, @running_mean, @running_var) */
+    if (op->kind != DLC_OP_BATCHNORM_NORMALIZE) { /* (x, @w, @b, @running_mean, @running_var) */
+        double eps = attr_f(op, k >= 0 ? "bn_eps" : "eps");
         LLVMValueRef scale = kb_fdiv(kb, kb_load(kb, b.p[1], j),
-                                     kb_sqrt(kb, kb_fadd(kb, kb_load(kb, b.p[4], j), kb_float(kb, attr_f(op, "eps")))));
+                                     kb_sqrt(kb, kb_fadd(kb, kb_load(kb, b.p[4], j), kb_float(kb, eps))));
         y = kb_fma(kb, kb_fsub(kb, xv, kb_load(kb, b.p[3], j)), scale, kb_load(kb, b.p[2], j));
     } else { /* (x, mean, invstd, @w, @b) */
         LLVMValueRef scale = kb_fmul(kb, kb_load(kb, b.p[2], j), kb_load(kb, b.p[3], j));
@@ -853,7 +863,9 @@ static Gemm gemm_of(const DlcOp *op) {
     if (op->kind == DLC_OP_CONV2D) {
         g.m = fg, g.n_pn = g.oh * g.ow, g.k_fx = cg * kk;
         g.a_kfast = true, g.b_kfast = false;
-        g.relu = dlc_op_fused_relu(op), g.bias = op->nparams == 2;
+        /* a folded batchnorm (and then the ReLU) is batchnorm_map's, after */
+        g.relu = dlc_op_fused_relu(op) && dlc_op_folded_batchnorm(op) < 0;
+        g.bias = dlc_op_bias(op) != NULL;
     } else if (op->kind == DLC_OP_CONV2D_GRAD_INPUT) {
         g.m = cg, g.n_pn = g.h * g.w, g.k_fx = fg * kk;
         g.a_kfast = false, g.b_kfast = false;
@@ -1095,6 +1107,8 @@ static void gemm(NvKernels *nk, const DlcOp *op, const char *tag) {
     gemm_kernel(nk, op, tag, &g);
     if (g.splits > 1)
         gemm_sum_parts(nk, op, tag, &g);
+    if (dlc_op_folded_batchnorm(op) >= 0)
+        batchnorm_map(nk, op, tag);
 }
 
 /* ---- the dispatch ----------------------------------------------------------------- */
