@@ -75,7 +75,7 @@ static void usage(FILE *out) {
         "  -x dl|dlir             the input's language (default: from its extension)\n"
         "  -I DIR                 also look for imported files in DIR\n"
         "  -fno-fuse              leave out the fuse pass of the target's pipeline\n"
-        "                         (ReLUs stay separate ops)\n"
+        "                         (every op stays separate)\n"
         "  -fno-tile              leave out the tile pass: every convolution calls\n"
         "                         im2col and BLAS\n"
         "  --target-cpu=SPEC      the CPU the tile pass chooses for, instead of this\n"

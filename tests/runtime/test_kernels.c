@@ -754,6 +754,17 @@ static void test_pool_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
         fd_grad(pool_loss_ref, &ctx, ctx.x, nx, 1e-7, want);
         snprintf(tail, room, "backward");
         CHECK_CLOSE(t, what, dx, want, nx, 1e-4);
+        if (max) { /* relu_grad: the same, zero where x <= 0, the same bits */
+            float *masked = falloc(nx);
+            p.relu_grad = true;
+            dlrt_maxpool_backward(&p, n, dy, x, masked);
+            bool same = true;
+            for (int64_t i = 0; i < nx; i++)
+                same &= memcmp(&masked[i], x[i] > 0 ? &dx[i] : &(float){0}, sizeof(float)) == 0;
+            snprintf(tail, room, "backward with relu_grad");
+            CHECK(t, same);
+            free(masked);
+        }
         free(x), free(dy), free(y), free(dx), free(ctx.x), free(ctx.dy), free(ctx.y);
         free(want);
     }
@@ -762,6 +773,7 @@ static void test_pool_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
 static void test_pool(Tally *t, DlrtRng *rng) {
     /*                      n  c  h  w  kh kw sh sw ph pw ceil */
     test_pool_case(t, rng, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0, false);
+    test_pool_case(t, rng, 2, 3, 8, 6, 2, 2, 2, 2, 0, 0, false);
     test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, false);
     test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, true);
     test_pool_case(t, rng, 1, 2, 6, 5, 3, 2, 2, 1, 1, 0, true);
@@ -775,6 +787,28 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 2, 3, 9, 11, 3, 3, 1, 1, 1, 1, true);
     test_pool_case(t, rng, 1, 2, 12, 12, 3, 3, 2, 2, 0, 0, true);
     test_pool_case(t, rng, 1, 2, 10, 9, 3, 3, 2, 2, 1, 1, false);
+
+    /* 2x2 windows of stride 2 (their own loop): ties go to the first
+     * maximum in row-major order, a plane with a NaN to the NaN; with
+     * relu_grad a window whose maximum is not positive passes nothing */
+    DlrtPool p = make_pool(1, 4, 4, 2, 2, 2, 2, 0, 0, false, false);
+    const float x[16] = {1, 1, 0, -1, 1, 1, -1, -1, /* all tied; a maximum of 0 */
+                         2, 3, 0, 0, 3, 3, 0, 0};   /* the first 3 of three; all 0 */
+    const float dy[4] = {10, 20, 30, 40};
+    const float want[16] = {10, 0, 20, 0, 0, 0, 0, 0, 0, 30, 40, 0, 0, 0, 0, 0};
+    const float want_relu[16] = {10, 0, 0, 0, 0, 0, 0, 0, 0, 30, 0, 0, 0, 0, 0, 0};
+    float dx[16];
+    dlrt_maxpool_backward(&p, 1, dy, x, dx);
+    CHECK(t, memcmp(dx, want, sizeof dx) == 0);
+    p.relu_grad = true;
+    dlrt_maxpool_backward(&p, 1, dy, x, dx);
+    CHECK(t, memcmp(dx, want_relu, sizeof dx) == 0);
+    float xn[16];
+    memcpy(xn, x, sizeof xn);
+    xn[5] = NAN; /* the first window's maximum is now the NaN */
+    p.relu_grad = false;
+    dlrt_maxpool_backward(&p, 1, dy, xn, dx);
+    CHECK(t, dx[0] == 0 && dx[5] == 10 && dx[2] == 20);
 }
 
 /* ------------------------------------------------------------------------ */
