@@ -28,9 +28,10 @@
  *   code multiplies each output channel by w / sqrt(running_var + eps) and
  *   adds the rest as its bias, in the convolution's epilogue.  The weights
  *   are not rewritten at compile time because training changes them; the
- *   per-channel factors are computed at each call, a cost of one multiply
- *   per weight's filter, not per weight.  A relu after the batchnorm then
- *   fuses as well (the epilogue is bias, batchnorm, relu).
+ *   per-channel scale and shift are computed at each call (a few operations
+ *   per filter), and the epilogue costs one multiply-add per output value.
+ *   A relu after the batchnorm then fuses as well (the epilogue is bias,
+ *   batchnorm, relu).
  *
  * Each merge needs the producer's result to have no reader but the
  * consumer and not to be an output, and the producer not to have the
