@@ -352,6 +352,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         size_t n = strlen(o->input);
         o->kind = n > 5 && strcmp(o->input + n - 5, ".dlir") == 0 ? INPUT_DLIR : INPUT_DL;
     }
+    o->pass.gpu = o->codegen.cuda || o->emit == EMIT_PTX;
 }
 
 static bool wants_print_after(const Options *o, const char *stage) {

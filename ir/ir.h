@@ -247,7 +247,7 @@ static inline bool dlc_op_is_grad(DlcOpKind k) {
     return k >= DLC_OP_RELU_GRAD && k <= DLC_OP_PARAM_GRAD;
 }
 static inline bool dlc_op_is_update(DlcOpKind k) {
-    return k >= DLC_OP_SGD_UPDATE && k <= DLC_OP_ADAM_UPDATE;
+    return k >= DLC_OP_SGD_UPDATE && k <= DLC_OP_DENSE_SGD_UPDATE;
 }
 
 /* ------------------------------------------------------------------------ */

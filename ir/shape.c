@@ -823,19 +823,32 @@ static bool want_unit_interval(DlcInfer *inf, const char *name, bool open_top) {
 }
 
 /* (g, lr, @p[, @momentum_buffer]) */
-bool dlc_infer_sgd_update(DlcInfer *inf) {
-    const DlcType *g = &inf->in[0];
-    if (!want_scalar(inf, 1, g->dtype, "learning rate") ||
+/* SGD's parameter (of g's type) and momentum buffer, with lr the scalar
+ * operand at `lr` */
+static bool sgd_params(DlcInfer *inf, const DlcType *g, int lr) {
+    if (!want_scalar(inf, lr, g->dtype, "learning rate") ||
         !want_unit_interval(inf, "momentum", true))
         return false;
     if (!(A("weight_decay").f >= 0)) {
-        dlc_error(inf->ctx, inf->loc, "sgd_update: weight_decay must be at least 0");
+        dlc_error(inf->ctx, inf->loc, "%s: weight_decay must be at least 0", OPNAME);
         return false;
     }
     add_param(inf, "weight", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, true);
     if (A("momentum").f > 0)
         add_param(inf, "momentum_buffer", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, false);
     return true;
+}
+
+bool dlc_infer_sgd_update(DlcInfer *inf) {
+    return sgd_params(inf, &inf->in[0], 1);
+}
+
+/* (dy, x, lr, @p[, @p.momentum_buffer]): p's type is dense_grad_weight's */
+bool dlc_infer_dense_sgd_update(DlcInfer *inf) {
+    if (!dlc_infer_dense_grad_weight(inf))
+        return false;
+    DlcType g = inf->out[--inf->nout];
+    return sgd_params(inf, &g, 2);
 }
 
 /* (g, lr, step, @p, @exp_avg, @exp_avg_sq) */

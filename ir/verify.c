@@ -4,8 +4,10 @@
  * input, a parameter or the result of an earlier op of the same network;
  * operands list the user's tensors first and the op's parameters last; each
  * op's result types and parameters are exactly what its shape rule computes
- * from its operands and attributes; every network returns something; train
- * sections name a network and pass the train schema.
+ * from its operands and attributes; no op reads a parameter after the
+ * weight update that changes it (the update ends the parameter's step);
+ * every network returns something; train sections name a network and pass
+ * the train schema.
  *
  * On IR text the problems are the user's and are reported at the op's
  * location; between passes the driver treats any as an internal error. */
@@ -98,6 +100,25 @@ static bool verify_op(DlcCtx *ctx, const DlcNetwork *net, const DlcOp *op,
     return true;
 }
 
+/* Whether an op reads a parameter that an earlier weight update changed:
+ * it would see the next step's value.  updated maps the parameters
+ * updated so far to their update. */
+static bool verify_reads_after_update(DlcCtx *ctx, const DlcOp *op, DlcMap *updated) {
+    for (int j = op->nin - op->nparams; j < op->nin; j++) {
+        const DlcOp *up = dlc_map_get(updated, op->in[j]->name);
+        if (up) {
+            dlc_error(ctx, op->loc, "%s: reads @%s after the weight update that changes it",
+                      dlc_op_info(op->kind)->name, op->in[j]->name);
+            dlc_note(ctx, up->loc, "the update is here");
+            return false;
+        }
+    }
+    if (dlc_op_is_update(op->kind))
+        for (int j = op->nin - op->nparams; j < op->nin; j++)
+            dlc_map_put(updated, op->in[j]->name, (void *)op);
+    return true;
+}
+
 static bool verify_network(DlcCtx *ctx, DlcModule *scratch, const DlcNetwork *net) {
     bool ok = true;
     DlcMap defined;
@@ -121,8 +142,11 @@ static bool verify_network(DlcCtx *ctx, DlcModule *scratch, const DlcNetwork *ne
         }
         dlc_map_put(&defined, p->name, (void *)p);
     }
+    DlcMap updated;
+    dlc_map_init(&updated, &scratch->arena);
     for (int i = 0; i < net->nops && ok; i++)
-        ok = verify_op(ctx, net, net->ops[i], &defined);
+        ok = verify_op(ctx, net, net->ops[i], &defined) &&
+             verify_reads_after_update(ctx, net->ops[i], &updated);
     if (!ok)
         return false;
     if (net->noutputs == 0) {

@@ -1,6 +1,6 @@
 /* fuse.c — merges an op into the op that computes its operand, so that the
  * code generators compute both in one loop nest (or kernel) and the value
- * between them is never stored.  Four patterns, each an attribute of the
+ * between them is never stored.  Four patterns are an attribute of the
  * producer, which then defines the consumer's result under its old name:
  *
  *   %c = conv2d(%x, @w, @b) {...}            %r = conv2d(%x, @w, @b) {..., relu=true}
@@ -32,6 +32,19 @@
  *   per filter), and the epilogue costs one multiply-add per output value.
  *   A relu after the batchnorm then fuses as well (the epilogue is bias,
  *   batchnorm, relu).
+ *
+ * The fifth goes the other way, since a weight update has no result: the
+ * update takes over the operands of the weight gradient before it.
+ *
+ *   %g = dense_grad_weight(%dy, %x)          dense_sgd_update(%dy, %x, %lr, @w, @w.momentum_buffer)
+ *   sgd_update(%g, %lr, @w, @w.momentum_buffer)  =>   {momentum=..., weight_decay=...}
+ *
+ *   the gradient is accumulated straight into the momentum buffer (or,
+ *   without momentum, with -lr into the weight) by the product that
+ *   computes it, and is never stored: for AlexNet's first dense layer that
+ *   is 144 MiB less at the peak of the step.  Not with Nesterov momentum
+ *   (its step needs the gradient and the buffer apart), and not for a GPU
+ *   target, whose code generator has no kernel for it yet.
  *
  * Each merge needs the producer's result to have no reader but the
  * consumer and not to be an output, and the producer not to have the
@@ -123,13 +136,49 @@ static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
     return true;
 }
 
-static void fuse_network(DlcModule *m, DlcNetwork *net) {
+/* sgd_update(dense_grad_weight(dy, x), lr, @w[, @buf]) without Nesterov:
+ * op becomes dense_sgd_update(dy, x, lr, @w[, @buf]) */
+static bool fuse_weight_update(DlcModule *m, DlcOp *op, const DlcOp *def) {
+    if (op->kind != DLC_OP_SGD_UPDATE || def->kind != DLC_OP_DENSE_GRAD_WEIGHT ||
+        attr_set(op, "nesterov"))
+        return false;
+    DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(op->nin + 1));
+    in[0] = def->in[0];
+    in[1] = def->in[1];
+    memcpy(in + 2, op->in + 1, sizeof *in * (size_t)(op->nin - 1));
+    DlcAttr attrs[DLC_MAX_ATTRS] = {0};
+    static const char *const kept[] = {"momentum", "weight_decay"};
+    for (int k = 0; k < 2; k++)
+        attrs[dlc_op_attr_index(DLC_OP_DENSE_SGD_UPDATE, kept[k])] =
+            op->attrs[dlc_op_attr_index(op->kind, kept[k])];
+    dlc_op_fill_defaults(DLC_OP_DENSE_SGD_UPDATE, attrs);
+    op->kind = DLC_OP_DENSE_SGD_UPDATE;
+    op->in = in;
+    op->nin++;
+    memcpy(op->attrs, attrs, sizeof attrs);
+    return true;
+}
+
+static bool removed(DlcOp *const *gone, int ngone, const DlcOp *op) {
+    for (int k = 0; k < ngone; k++)
+        if (gone[k] == op)
+            return true;
+    return false;
+}
+
+static void fuse_network(DlcModule *m, DlcNetwork *net, bool gpu) {
     DlcMap uses;
     count_uses(m, net, &uses);
-    int n = 0;
+    DlcOp **gone = dlc_arena_alloc(&m->arena, sizeof *gone * (size_t)(net->nops + 1));
+    int n = 0, ngone = 0;
     for (int i = 0; i < net->nops; i++) {
         DlcOp *op = net->ops[i];
         DlcOp *def = op->nin ? sole_producer(op, &uses) : NULL;
+        if (def && !gpu && fuse_weight_update(m, op, def)) {
+            gone[ngone++] = def; /* the consumer takes the producer's place */
+            net->ops[n++] = op;
+            continue;
+        }
         if (!def || !(fuse_relu(op, def) || fuse_relu_grad(op, def) || fold_batchnorm(m, op, def))) {
             net->ops[n++] = op;
             continue;
@@ -140,16 +189,19 @@ static void fuse_network(DlcModule *m, DlcNetwork *net) {
         y->def = def;
         y->result = 0;
     }
-    if (n == net->nops)
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        if (!removed(gone, ngone, net->ops[i]))
+            net->ops[kept++] = net->ops[i];
+    if (kept == net->nops)
         return;
-    net->nops = n;
+    net->nops = kept;
     dlc_network_reindex(m, net);
 }
 
 bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
-    (void)opt;
     (void)ctx;
     for (int i = 0; i < m->nnetworks; i++)
-        fuse_network(m, m->networks[i]);
+        fuse_network(m, m->networks[i], opt && opt->gpu);
     return true;
 }

@@ -13,6 +13,13 @@
  * (momentum_buffer, exp_avg, exp_avg_sq), initialized to zeros, so that a
  * checkpoint carries it.  Without an optimizer setting, plain SGD.
  *
+ * Each update goes right after the last op that needs what it changes or
+ * reads: its gradient's definition, and every read of its parameter (a
+ * layer's input gradient reads its weights after the weight gradient is
+ * made).  Its gradient then dies there, instead of living to the end of
+ * the step with every other one, which is what lets the memory plan reuse
+ * a dense layer's large weight gradient for the next layer's values.
+ *
  * Preconditions: the module verifies and autodiff has run; NAME.train's
  * train section is NAME's. */
 #include "passes.h"
@@ -60,6 +67,46 @@ static DlcValue *scalar_input(DlcModule *m, DlcNetwork *net, const char *base, D
     return dlc_network_add_input(m, net, dlc_network_unique_name(m, net, base), t, loc);
 }
 
+/* Whether op reads value v. */
+static bool reads(const DlcOp *op, const DlcValue *v) {
+    for (int j = 0; j < op->nin; j++)
+        if (op->in[j] == v)
+            return true;
+    return false;
+}
+
+/* Moves each of the updates, which are ops first.. of net, to just after
+ * the last op before them that defines or reads one of its operands.  They
+ * keep their relative order where two land at the same place. */
+static void schedule_updates(DlcModule *m, DlcNetwork *net, int first) {
+    int n = net->nops;
+    int *after = dlc_arena_alloc(&m->arena, sizeof *after * (size_t)n);
+    for (int u = first; u < n; u++) {
+        const DlcOp *up = net->ops[u];
+        after[u] = -1;
+        for (int i = 0; i < first; i++) {
+            bool needed = false;
+            for (int j = 0; j < up->nin && !needed; j++)
+                needed = reads(net->ops[i], up->in[j]) ||
+                         (up->in[j]->kind == DLC_VAL_OP && up->in[j]->def == net->ops[i]);
+            if (needed)
+                after[u] = i;
+        }
+    }
+    DlcOp **order = dlc_arena_alloc(&m->arena, sizeof *order * (size_t)n);
+    int k = 0;
+    for (int u = first; u < n; u++) /* updates that need nothing of the step */
+        if (after[u] < 0)
+            order[k++] = net->ops[u];
+    for (int i = 0; i < first; i++) {
+        order[k++] = net->ops[i];
+        for (int u = first; u < n; u++)
+            if (after[u] == i)
+                order[k++] = net->ops[u];
+    }
+    memcpy(net->ops, order, sizeof *order * (size_t)n);
+}
+
 static bool optimize_network(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, const DlcTrain *train) {
     const DlcCfg *call = train ? dlc_train_get(train, "optimizer") : NULL;
     bool adam = call && strcmp(call->s, "adam") == 0;
@@ -73,7 +120,8 @@ static bool optimize_network(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, const D
     }
     bool has_momentum = kind == DLC_OP_ADAM_UPDATE || attrs[dlc_op_attr_index(kind, "momentum")].f > 0;
 
-    /* detach the param_grad ops; the updates are appended in their order */
+    /* detach the param_grad ops; the updates are appended in their order,
+       then scheduled */
     int n = 0, nupdates = 0;
     DlcOp **grads = dlc_arena_alloc(&m->arena, sizeof(DlcOp *) * (size_t)(net->nops + 1));
     for (int i = 0; i < net->nops; i++) {
@@ -113,6 +161,7 @@ static bool optimize_network(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, const D
         int nparams = 1 + nstate;
         dlc_network_add_op(m, net, kind, in, nin, nparams, attrs, NULL, NULL, 0, grads[i]->loc);
     }
+    schedule_updates(m, net, n);
     return true;
 }
 

@@ -22,6 +22,9 @@ typedef struct DlcPassOptions {
                            train section's batch size; 0 for no budget */
     DlcTargetCpu cpu;   /* --target-cpu over the machine's own; vector 0 for
                            the machine's own */
+    bool gpu;           /* the GPU code generator also reads the result
+                           (--target=cpu,cuda, --emit=ptx): fuse leaves out
+                           the patterns it has no kernels for */
 } DlcPassOptions;
 
 typedef struct DlcPass {
@@ -63,8 +66,9 @@ typedef struct DlcMemPlan {
     int64_t lower[2]; /* the most live at any one op: no plan needs less */
     int64_t *live[2]; /* what is live during each op */
     DlcMap last;      /* op result name -> the last op that needs it + 1 (the
-                         end for outputs and parameter gradients), before
-                         in-place sharing joins it to another value */
+                         end for outputs, and for parameter gradients when
+                         they are kept), before in-place sharing joins it to
+                         another value */
 } DlcMemPlan;
 
 typedef enum DlcPlanKind {
@@ -75,10 +79,13 @@ typedef enum DlcPlanKind {
                          placing anything: no offsets, no sizes */
 } DlcPlanKind;
 
-/* Plans net's results as the generated code runs it: the outputs and the
- * gradient of each parameter live to the end (NAME_gradient shows them
- * after NAME_gradients). */
-void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind, DlcMemPlan *plan);
+/* Plans net's results as the generated code runs it: the outputs live to
+ * the end; the gradient of each parameter dies at its weight update, or
+ * with keep_gradients lives to the end too, for a code generator whose
+ * NAME_gradient shows it in the arena after NAME_gradients (the GPU's; the
+ * CPU's copies each gradient out at its update instead). */
+void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind,
+                     bool keep_gradients, DlcMemPlan *plan);
 /* The elements a value (or parameter) takes in the arena: numel rounded up
  * to 16, so that every buffer starts 64-byte aligned. */
 int64_t dlc_plan_elements(const DlcValue *v);
@@ -86,9 +93,12 @@ int64_t dlc_plan_elements(const DlcValue *v);
 int dlc_plan_last_use(const DlcMemPlan *plan, const DlcValue *v);
 /* A planned value's offset in its part. */
 int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v);
-/* The gradient a training network computes for parameter p: the first
- * operand of its update (or of its param_grad, before the optimizer pass);
- * NULL for buffers and for networks without a backward pass. */
+/* The op that consumes the gradient of parameter p in a training network:
+ * its weight update (or its param_grad, before the optimizer pass); NULL
+ * for buffers and for networks without a backward pass. */
+const DlcOp *dlc_param_update(const DlcNetwork *net, const DlcValue *p);
+/* The gradient that op consumes: its first operand; NULL also for a
+ * dense_sgd_update, which computes the gradient itself. */
 const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p);
 
 #endif /* DLC_PASSES_H */

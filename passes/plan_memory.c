@@ -4,8 +4,10 @@
  * A value needs its memory from the op that defines it to the last op that
  * reads it (its live range, both ends included, so an op never writes a
  * result over an operand it is still reading); a value the caller reads
- * after the network has run (an output, or one the caller pins: the
- * gradients that NAME_gradient shows) lives to the end.  Two values whose
+ * after the network has run (an output, or, when the caller keeps them,
+ * the gradients that NAME_gradient shows) lives to the end.  A parameter's
+ * gradient otherwise dies at its weight update, which the optimizer pass
+ * puts right after the gradient is complete.  Two values whose
  * live ranges are disjoint may share memory.  The plan places the values
  * largest first, each at the lowest offset where it overlaps no placed
  * value whose live range meets its own (greedy by size, as TensorFlow
@@ -135,8 +137,8 @@ static Interval *in_place_host(const DlcOp *op, int i, Interval *res, const DlcM
 /* Every op result's interval, in op order, with in-place results joined to
  * their hosts when share is set; each one's own last use in *last.  Returns
  * how many. */
-static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interval **out,
-                     DlcMap *last) {
+static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, bool keep_gradients,
+                     Interval **out, DlcMap *last) {
     DlcMap index; /* value name -> its interval + 1 */
     dlc_map_init(&index, arena);
     int n = 0;
@@ -157,8 +159,8 @@ static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interva
             if (at)
                 all[at - 1].last = i;
         }
-    /* the outputs, and the gradients that NAME_gradient shows */
-    for (int i = 0; i < net->noutputs + net->nparams; i++) {
+    /* the outputs, and the gradients that NAME_gradient shows if kept */
+    for (int i = 0; i < net->noutputs + (keep_gradients ? net->nparams : 0); i++) {
         const DlcValue *v = i < net->noutputs ? net->outputs[i]
                                               : dlc_param_gradient(net, net->params[i - net->noutputs]);
         intptr_t at = v ? (intptr_t)dlc_map_get(&index, v->name) : 0;
@@ -183,9 +185,10 @@ static int intervals(DlcArena *arena, const DlcNetwork *net, bool share, Interva
     return n;
 }
 
-void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind, DlcMemPlan *plan) {
+void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind,
+                     bool keep_gradients, DlcMemPlan *plan) {
     Interval *all;
-    int n = intervals(arena, net, kind != DLC_PLAN_OWN, &all, &plan->last);
+    int n = intervals(arena, net, kind != DLC_PLAN_OWN, keep_gradients, &all, &plan->last);
     dlc_map_init(&plan->offset, arena);
     for (int part = 0; part < 2; part++) {
         /* the part's values, and those of them that have memory of their own */
@@ -213,14 +216,19 @@ void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind, D
     }
 }
 
-const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p) {
+const DlcOp *dlc_param_update(const DlcNetwork *net, const DlcValue *p) {
     for (int i = 0; i < net->nops; i++) {
         const DlcOp *op = net->ops[i];
         bool consumes = dlc_op_is_update(op->kind) || op->kind == DLC_OP_PARAM_GRAD;
         if (consumes && op->nparams > 0 && strcmp(op->in[op->nin - op->nparams]->name, p->name) == 0)
-            return op->in[0];
+            return op;
     }
     return NULL;
+}
+
+const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p) {
+    const DlcOp *op = dlc_param_update(net, p);
+    return op && op->kind != DLC_OP_DENSE_SGD_UPDATE ? op->in[0] : NULL;
 }
 
 int dlc_plan_last_use(const DlcMemPlan *plan, const DlcValue *v) {

@@ -62,7 +62,7 @@ static int last_use(const Step *s, const DlcValue *v) {
 /* Each op result's last use and the bytes live during each op, as the
  * plan counts them (with its in-place sharing). */
 static void analyse(Step *s) {
-    dlc_plan_memory(&s->m->arena, s->net, DLC_PLAN_MEASURE, &s->plan);
+    dlc_plan_memory(&s->m->arena, s->net, DLC_PLAN_MEASURE, false, &s->plan);
     s->live = s->plan.live[0];
     for (int k = 0; k < s->net->nops; k++)
         s->live[k] *= s->batch * s->elem;
@@ -80,7 +80,7 @@ static int peak(const Step *s) {
 /* The bytes the network needs as the plan places its values. */
 static int64_t placed_bytes(Step *s) {
     DlcMemPlan plan;
-    dlc_plan_memory(&s->m->arena, s->net, DLC_PLAN_SHARED, &plan);
+    dlc_plan_memory(&s->m->arena, s->net, DLC_PLAN_SHARED, false, &plan);
     return s->fixed + (plan.size[0] * s->batch + plan.size[1]) * s->elem;
 }
 

@@ -140,6 +140,16 @@ void DLRT_K(dlrt_copy_rows)(int64_t outer, int64_t len, const DLRT_REAL *src,
 void DLRT_K(dlrt_sgd_update)(int64_t count, const DLRT_REAL *g, DLRT_REAL lr,
                              DLRT_REAL momentum, bool nesterov, DLRT_REAL weight_decay,
                              DLRT_REAL *p, DLRT_REAL *momentum_buffer);
+/* dlrt_sgd_update (not Nesterov) of a dense layer's weight p [out, in]
+ * with the gradient dlrt_dense_backward_weight would give for dy [n, out]
+ * and x [n, in], which is never stored: accumulated by the product into
+ * the momentum buffer (or with -lr into p), tile by tile.  The same sums
+ * as the two calls in another order (weight decay joins the buffer before
+ * the gradient); at n = 1 the same arithmetic as theirs. */
+void DLRT_K(dlrt_dense_sgd_update)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,
+                                   const DLRT_REAL *x, DLRT_REAL lr, DLRT_REAL momentum,
+                                   DLRT_REAL weight_decay, DLRT_REAL *p,
+                                   DLRT_REAL *momentum_buffer);
 void DLRT_K(dlrt_adam_update)(int64_t count, const DLRT_REAL *g, DLRT_REAL lr, int32_t step,
                               DLRT_REAL beta1, DLRT_REAL beta2, DLRT_REAL eps,
                               DLRT_REAL weight_decay, DLRT_REAL *p, DLRT_REAL *exp_avg,

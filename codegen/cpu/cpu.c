@@ -21,7 +21,10 @@
  * networks in one activation block sized for the largest batch, where
  * passes/plan_memory.c places them (values that are never live at the same
  * time share memory; the two networks never run at the same time, so each
- * plan starts at 0).  Nothing is allocated after NAME_create.
+ * plan starts at 0).  Nothing is allocated after NAME_create, except the
+ * copy of every parameter's gradient that NAME_gradients (gradient checks)
+ * fills: a gradient dies at its weight update in the plan, so the step
+ * without updates copies it out there instead.
  *
  * Preconditions: the module verifies. */
 #include <errno.h>
@@ -64,6 +67,8 @@ typedef struct Cpu {
     const DlcValue **params; /* every parameter and buffer, in block order */
     int nparams, capparams;
     int64_t param_floats;
+    DlcMap grad_off;        /* gradient name -> offset + 1 in the gradient copy */
+    int64_t grad_floats;    /* the gradient copy's size (NAME_gradients) */
     const char *real;       /* the element type in C: float, double */
     const char *k;          /* the kernels' suffix for it: "", "_f64" */
     bool f64;
@@ -94,6 +99,24 @@ static void add_param(Cpu *cpu, const DlcValue *p) {
     dlc_map_put(&cpu->param_off, p->name, (void *)(intptr_t)(cpu->param_floats + 1));
     cpu->param_floats += dlc_plan_elements(p);
     DLC_PUSH(&cpu->arena, cpu->params, cpu->nparams, cpu->capparams, p);
+}
+
+/* Where the gradient of each trained parameter goes when NAME_gradients
+ * copies it out at its update (in parameter order). */
+static void add_gradient_copies(Cpu *cpu) {
+    dlc_map_init(&cpu->grad_off, &cpu->arena);
+    for (int i = 0; cpu->train && i < cpu->nparams; i++) {
+        const DlcValue *p = cpu->params[i];
+        if (!dlc_param_update(cpu->train, p))
+            continue;
+        dlc_map_put(&cpu->grad_off, p->name, (void *)(intptr_t)(cpu->grad_floats + 1));
+        cpu->grad_floats += dlc_plan_elements(p);
+    }
+}
+
+/* The offset of parameter p's gradient in the copy; -1 if it has none. */
+static int64_t gradient_copy_offset(const Cpu *cpu, const DlcValue *p) {
+    return (intptr_t)dlc_map_get(&cpu->grad_off, p->name) - 1;
 }
 
 /* The plan figures of the activation block, which both networks share:
@@ -217,6 +240,20 @@ static void put_batchnorm_fold(Cpu *cpu, Out *o, const DlcOp *op) {
            "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
         cpu->real, f, f, cpu->k, f, cfloat(cpu, attr_f(op, "bn_eps")), dlc_op_bias(op) ? "a2" : "NULL",
         k, k + 1, k + 2, k + 3);
+}
+
+/* The step without updates (NAME_gradients) copies the gradient that
+ * update op would consume; dense_sgd_update computes it there. */
+static void put_gradient_copy(Cpu *cpu, Out *o, const DlcOp *op, const DlcMemPlan *plan) {
+    const DlcValue *p = op->in[op->nin - op->nparams];
+    long long off = (long long)gradient_copy_offset(cpu, p);
+    if (op->kind == DLC_OP_DENSE_SGD_UPDATE)
+        put(o, "dlrt_dense_backward_weight%s(n, %lld, %lld, %s, %s, net->grads + %lld);\n", cpu->k,
+            (long long)numel(op->in[1]), (long long)numel(op->in[0]), where(cpu, plan, op->in[0]),
+            where(cpu, plan, op->in[1]), off);
+    else
+        put(o, "memcpy(net->grads + %lld, %s, sizeof *net->grads * %lld);\n", off,
+            where(cpu, plan, op->in[0]), (long long)numel(op->in[0]));
 }
 
 /* The body of op's function: operands are named a0, a1, ..., results r0. */
@@ -369,6 +406,11 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             cfloat(cpu, attr_f(op, "momentum")), attr_b(op, "nesterov") ? "true" : "false",
             cfloat(cpu, attr_f(op, "weight_decay")), op->nparams == 2 ? "a3" : "NULL");
         return true;
+    case DLC_OP_DENSE_SGD_UPDATE:
+        put(o, "    dlrt_dense_sgd_update(n, %lld, %lld, a0, a1, a2, %s, %s, a3, %s);\n",
+            (long long)numel(op->in[1]), ne, cfloat(cpu, attr_f(op, "momentum")),
+            cfloat(cpu, attr_f(op, "weight_decay")), op->nparams == 2 ? "a4" : "NULL");
+        return true;
     case DLC_OP_ADAM_UPDATE:
         put(o, "    dlrt_adam_update(%lld, a0, a1, a2, %s, %s, %s, %s, a3, a4, a5);\n", ne,
             cfloat(cpu, attr_f(op, "beta1")), cfloat(cpu, attr_f(op, "beta2")),
@@ -406,7 +448,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         put(o, "    dlrt_dropout_backward(n * %lld, a0, a1, r0);\n", ne);
         return true;
     case DLC_OP_PARAM_GRAD:
-        return true; /* the optimizer pass did not run: gradients are computed and kept */
+        return true; /* the optimizer pass did not run: only NAME_gradients keeps them */
     default:
         dlc_error(cpu->ctx, op->loc, "cpu: %s is not supported by the CPU code generator yet",
                   dlc_op_info(op->kind)->name);
@@ -533,6 +575,11 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         if (uses_seed(op))
             put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
         put(o, ");\n");
+        /* the gradient dies here: NAME_gradients keeps a copy */
+        if (dlc_op_is_update(op->kind) || op->kind == DLC_OP_PARAM_GRAD) {
+            put(o, op->kind == DLC_OP_PARAM_GRAD ? "    if (!update)\n        " : "    else\n        ");
+            put_gradient_copy(cpu, o, op, plan);
+        }
     }
     put(o, "}\n");
 }
@@ -607,7 +654,8 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
         put(o, "DlrtStatus %s_gradients(%s *net, int64_t n", p, T);
         put_inputs(cpu, o, cpu->train);
         put(o, ", %s *loss, DlrtError *err);\n", cpu->real);
-        put(o, "/* The gradient of tensor i from the last step (data NULL for a buffer). */\n");
+        put(o, "/* The gradient of tensor i from the last %s_gradients (zeros before it; data\n"
+               " * NULL for a buffer, or when the copy the gradients go to cannot be made). */\n", p);
         put(o, "DlrtTensor %s_gradient(%s *net, int i);\n", p, T);
     }
     put(o, "/* Checkpoints: every parameter and buffer, by name, in safetensors.  load\n"
@@ -631,10 +679,14 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
 /* ---- the API functions --------------------------------------------------- */
 
 /* train_step, and gradients/gradient: the same step without the update,
- * for gradient checks. */
+ * for gradient checks, copying each gradient out where its update would
+ * be (the copy is made at the first call, or by gradient). */
 static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
     const char *p = cpu->prefix, *T = cpu->type, *R = cpu->real;
     const DlcNetwork *tn = cpu->train;
+    put(o, "static %s *gradient_copy(%s *net) {\n"
+           "    if (!net->grads)\n        net->grads = calloc(%lld + 1, sizeof *net->grads);\n"
+           "    return net->grads;\n}\n\n", R, T, (long long)cpu->grad_floats);
     const char *names[2] = {"train_step", "gradients"};
     for (int k = 0; k < 2; k++) {
         put(o, "DlrtStatus %s_%s(%s *net, int64_t n", p, names[k], T);
@@ -644,7 +696,12 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
                "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
                "%s    run_train(net, n, %s",
             k == 0 ? dlc_arena_printf(&cpu->arena, ", %s lr", R) : "", R,
-            k == 0 ? "    net->step++;\n" : "", k == 0 ? "true" : "false");
+            k == 0 ? "    net->step++;\n"
+                   : dlc_arena_printf(&cpu->arena,
+                                      "    if (!gradient_copy(net))\n"
+                                      "        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes for the gradients\", sizeof *net->grads * (size_t)%lld);\n",
+                                      (long long)cpu->grad_floats),
+            k == 0 ? "true" : "false");
         for (int i = 0; i < tn->ninputs; i++) {
             const DlcValue *v = tn->inputs[i];
             if (v->type.batched || v->type.dtype != DLC_I32)
@@ -654,15 +711,12 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
     }
     put(o, "DlrtTensor %s_gradient(%s *net, int i) {\n"
            "    static const int64_t at[%d] = {", p, T, cpu->nparams ? cpu->nparams : 1);
-    for (int i = 0; i < cpu->nparams; i++) {
-        const DlcValue *g = dlc_param_gradient(tn, cpu->params[i]);
-        int64_t off = g ? dlc_plan_offset(st, g) : -1;
-        put(o, "%s%lld", i ? ", " : "", (long long)off);
-    }
+    for (int i = 0; i < cpu->nparams; i++)
+        put(o, "%s%lld", i ? ", " : "", (long long)gradient_copy_offset(cpu, cpu->params[i]));
     put(o, "};\n"
            "    DlrtTensor t = %s_tensor(net, i);\n"
-           "    t.data = at[i] < 0 ? NULL : net->act + %lld * net->max_batch + at[i];\n"
-           "    return t;\n}\n\n", p, (long long)st->size[0]);
+           "    t.data = at[i] < 0 || !gradient_copy(net) ? NULL : net->grads + at[i];\n"
+           "    return t;\n}\n\n", p);
 }
 
 static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st,
@@ -749,7 +803,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
         p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
         cpu->nparams, p, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k, cpu->k, (int)DLC_INIT_ONES);
     put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
-           "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net);\n}\n\n", p, T);
+           "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net->grads);\n"
+           "    free(net);\n}\n\n", p, T);
 
     /* forward */
     put(o, "DlrtStatus %s_forward(%s *net, int64_t n", p, T);
@@ -1057,9 +1112,10 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
 
     DlcMemPlan si, st;
     DlcPlanKind kind = !opt || opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
-    dlc_plan_memory(&cpu.arena, net, kind, &si);
+    dlc_plan_memory(&cpu.arena, net, kind, false, &si);
     if (cpu.train)
-        dlc_plan_memory(&cpu.arena, cpu.train, kind, &st);
+        dlc_plan_memory(&cpu.arena, cpu.train, kind, false, &st);
+    add_gradient_copies(&cpu);
 
     char hname[300], cname[300];
     snprintf(hname, sizeof hname, "%s.h", pre);
@@ -1077,10 +1133,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     put(&c, "\nstruct %s {\n    int64_t max_batch;\n    %s *params; /* parameters and buffers */\n"
             "    %s *act;    /* every value of a step, batch first */\n"
             "    %s *work;   /* convolution scratch, for `threads` workers */\n    int64_t work_floats;\n"
+            "    %s *grads;  /* each parameter's gradient from NAME_gradients (made by its first call) */\n"
             "    int threads;   /* the kernels' threads at most (dlrt_threads() when created) */\n"
             "    int32_t step;  /* training steps taken, for Adam */\n"
             "    uint64_t seed; /* of the initialization, and of dropout's masks */\n};\n", cpu.type, cpu.real,
-        cpu.real, cpu.real);
+        cpu.real, cpu.real, cpu.real);
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {

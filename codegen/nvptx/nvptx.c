@@ -344,9 +344,9 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
     add_params(&g->arena, &pp, tn);
     DlcPlanKind kind = opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
     DlcMemPlan si, st;
-    dlc_plan_memory(&g->arena, net, kind, &si);
+    dlc_plan_memory(&g->arena, net, kind, true, &si);
     if (tn)
-        dlc_plan_memory(&g->arena, tn, kind, &st);
+        dlc_plan_memory(&g->arena, tn, kind, true, &st);
     int64_t part0 = si.size[0], part1 = si.size[1];
     if (tn) {
         part0 = st.size[0] > part0 ? st.size[0] : part0;

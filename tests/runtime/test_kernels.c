@@ -515,6 +515,40 @@ static void test_optimizers_random(Tally *t, DlrtRng *rng) {
     }
 }
 
+/* dlrt_dense_sgd_update against dlrt_dense_backward_weight and then
+ * dlrt_sgd_update, over a few steps: at batch 1 the same values; at larger
+ * batches within float rounding (the sums are reassociated).  The shapes
+ * cover tiles of the weight that are cut short at both edges (the kernel's
+ * tiles are 256 x 256), and the settings momentum with and without weight
+ * decay, and neither. */
+static void test_dense_sgd_update(Tally *t, DlrtRng *rng) {
+    struct { int64_t n, in, out; } shapes[] = {{1, 300, 270}, {3, 37, 5}, {16, 300, 270}, {64, 513, 20}};
+    struct { float lr, mom, wd; } sgd[] = {{0.05f, 0.9f, 5e-4f}, {0.05f, 0.9f, 0.0f}, {0.1f, 0.0f, 0.01f}, {0.1f, 0.0f, 0.0f}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t k = 0; k < sizeof sgd / sizeof *sgd; k++) {
+            int64_t n = shapes[s].n, in = shapes[s].in, out = shapes[s].out, count = in * out;
+            float *dy = falloc(n * out), *x = falloc(n * in), *g = falloc(count);
+            float *p = falloc(count), *buf = falloc(count), *p2 = falloc(count), *buf2 = falloc(count);
+            fill_random(rng, p, NULL, count);
+            memcpy(p2, p, sizeof *p * (size_t)count);
+            for (int64_t i = 0; i < count; i++)
+                buf[i] = buf2[i] = 0;
+            float *b = sgd[k].mom != 0 ? buf : NULL, *b2 = sgd[k].mom != 0 ? buf2 : NULL;
+            for (int step = 0; step < 3; step++) {
+                fill_random(rng, dy, NULL, n * out);
+                fill_random(rng, x, NULL, n * in);
+                dlrt_dense_backward_weight(n, in, out, dy, x, g);
+                dlrt_sgd_update(count, g, sgd[k].lr, sgd[k].mom, false, sgd[k].wd, p, b);
+                dlrt_dense_sgd_update(n, in, out, dy, x, sgd[k].lr, sgd[k].mom, sgd[k].wd, p2, b2);
+            }
+            double tol = n == 1 ? 0 : 1e-6;
+            CHECK_VALUES(t, "dense_sgd_update parameters", p2, p, count, tol);
+            if (b)
+                CHECK_VALUES(t, "dense_sgd_update momentum buffer", buf2, buf, count, n == 1 ? 0 : 1e-5);
+            free(dy), free(x), free(g), free(p), free(buf), free(p2), free(buf2);
+        }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Convolution against the reference and finite differences                 */
 /* ------------------------------------------------------------------------ */
@@ -1063,6 +1097,7 @@ static int run_unit_tests(void) {
     test_avgpool_by_hand(&t);
     test_optimizers_by_hand(&t);
     test_optimizers_random(&t, &rng);
+    test_dense_sgd_update(&t, &rng);
     test_conv(&t, &rng);
     test_dense(&t, &rng);
     test_pool(&t, &rng);
