@@ -377,6 +377,8 @@ const DlcValue *dlc_op_bias(const DlcOp *op);
  * folded in (batchnorm=true; then bias, running mean and running variance
  * follow it); -1 for any other op. */
 int dlc_op_folded_batchnorm(const DlcOp *op);
+/* Whether op reads value v (as an operand or a parameter). */
+bool dlc_op_reads(const DlcOp *op, const DlcValue *v);
 /* Whether op may write its result over a tensor operand of the same size
  * (the memory plan's in-place sharing): elementwise ops, whose kernels
  * write each element after reading the operands' same element, and the

@@ -138,6 +138,13 @@ int dlc_op_folded_batchnorm(const DlcOp *op) {
     return i >= 0 && op->attrs[i].b ? op->nin - 4 : -1;
 }
 
+bool dlc_op_reads(const DlcOp *op, const DlcValue *v) {
+    for (int j = 0; j < op->nin; j++)
+        if (op->in[j] == v)
+            return true;
+    return false;
+}
+
 bool dlc_op_in_place(const DlcOp *op) {
     return (dlc_op_info(op->kind)->flags & DLC_OPF_ELEMWISE) || op->kind == DLC_OP_FLATTEN ||
            op->kind == DLC_OP_RESHAPE;

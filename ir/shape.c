@@ -822,7 +822,6 @@ static bool want_unit_interval(DlcInfer *inf, const char *name, bool open_top) {
     return true;
 }
 
-/* (g, lr, @p[, @momentum_buffer]) */
 /* SGD's parameter (of g's type) and momentum buffer, with lr the scalar
  * operand at `lr` */
 static bool sgd_params(DlcInfer *inf, const DlcType *g, int lr) {
@@ -839,6 +838,7 @@ static bool sgd_params(DlcInfer *inf, const DlcType *g, int lr) {
     return true;
 }
 
+/* (g, lr, @p[, @momentum_buffer]) */
 bool dlc_infer_sgd_update(DlcInfer *inf) {
     return sgd_params(inf, &inf->in[0], 1);
 }

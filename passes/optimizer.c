@@ -67,14 +67,6 @@ static DlcValue *scalar_input(DlcModule *m, DlcNetwork *net, const char *base, D
     return dlc_network_add_input(m, net, dlc_network_unique_name(m, net, base), t, loc);
 }
 
-/* Whether op reads value v. */
-static bool reads(const DlcOp *op, const DlcValue *v) {
-    for (int j = 0; j < op->nin; j++)
-        if (op->in[j] == v)
-            return true;
-    return false;
-}
-
 /* Moves each of the updates, which are ops first.. of net, to just after
  * the last op before them that defines or reads one of its operands.  They
  * keep their relative order where two land at the same place. */
@@ -87,7 +79,7 @@ static void schedule_updates(DlcModule *m, DlcNetwork *net, int first) {
         for (int i = 0; i < first; i++) {
             bool needed = false;
             for (int j = 0; j < up->nin && !needed; j++)
-                needed = reads(net->ops[i], up->in[j]) ||
+                needed = dlc_op_reads(net->ops[i], up->in[j]) ||
                          (up->in[j]->kind == DLC_VAL_OP && up->in[j]->def == net->ops[i]);
             if (needed)
                 after[u] = i;

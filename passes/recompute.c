@@ -84,13 +84,6 @@ static int64_t placed_bytes(Step *s) {
     return s->fixed + (plan.size[0] * s->batch + plan.size[1]) * s->elem;
 }
 
-static bool reads(const DlcOp *op, const DlcValue *v) {
-    for (int j = 0; j < op->nin; j++)
-        if (op->in[j] == v)
-            return true;
-    return false;
-}
-
 /* The op that computes v again, and its operands (tensors, then
  * parameters); false when v is not cheap to recompute. */
 typedef struct Copy {
@@ -168,7 +161,7 @@ static bool operands_there(const Step *s, const Copy *c, int def, int at) {
 /* The first op after `after` that reads v; -1 if none does. */
 static int next_reader(const DlcNetwork *net, const DlcValue *v, int after) {
     for (int i = after + 1; i < net->nops; i++)
-        if (reads(net->ops[i], v))
+        if (dlc_op_reads(net->ops[i], v))
             return i;
     return -1;
 }
@@ -181,7 +174,7 @@ static DlcValue *choose(const Step *s, int p, int *at) {
         for (int r = 0; r < s->net->ops[i]->nout; r++) {
             DlcValue *v = s->net->ops[i]->out[r];
             Copy c;
-            if (last_use(s, v) <= p || reads(s->net->ops[p], v) || !copy_of(v, &c))
+            if (last_use(s, v) <= p || dlc_op_reads(s->net->ops[p], v) || !copy_of(v, &c))
                 continue;
             int next = next_reader(s->net, v, p);
             if (next < 0 || !operands_there(s, &c, i, next))

@@ -67,7 +67,7 @@ typedef struct Cpu {
     const DlcValue **params; /* every parameter and buffer, in block order */
     int nparams, capparams;
     int64_t param_floats;
-    DlcMap grad_off;        /* gradient name -> offset + 1 in the gradient copy */
+    DlcMap grad_off;        /* parameter name -> offset + 1 of its gradient in the copy */
     int64_t grad_floats;    /* the gradient copy's size (NAME_gradients) */
     const char *real;       /* the element type in C: float, double */
     const char *k;          /* the kernels' suffix for it: "", "_f64" */
