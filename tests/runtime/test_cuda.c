@@ -20,47 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlrt.h"
+#define HARNESS_FILE "test_cuda.c"
+#include "harness.h"
 
-/* ======================================================================== */
-/* A small harness                                                          */
-/* ======================================================================== */
-
-/* The tally: this test program's only state. */
-static struct {
-    int passed, failed;
-} T;
-
-static bool check_at(bool ok, const char *what, int line) {
-    if (ok) {
-        T.passed++;
-    } else {
-        T.failed++;
-        fprintf(stderr, "test_cuda.c:%d: FAILED: %s\n", line, what);
-    }
-    return ok;
-}
-#define CHECK(cond) check_at((cond), #cond, __LINE__)
-
-static bool check_ok_at(DlrtStatus st, const DlrtError *err, int line) {
-    if (st != DLRT_OK)
-        fprintf(stderr, "test_cuda.c:%d: unexpected %s: %s\n", line, dlrt_status_name(st),
-                err->message);
-    return check_at(st == DLRT_OK, "status is DLRT_OK", line);
-}
-#define CHECK_OK(st, err) check_ok_at((st), &(err), __LINE__)
-
-/* A failure of status want whose message contains text. */
-static bool check_error_at(DlrtStatus st, const DlrtError *err, DlrtStatus want,
-                           const char *text, int line) {
-    bool ok = st == want && err->status == want && strstr(err->message, text);
-    if (!ok)
-        fprintf(stderr, "test_cuda.c:%d: expected %s with \"%s\", got %s: \"%s\"\n", line,
-                dlrt_status_name(want), text, dlrt_status_name(st),
-                st == DLRT_OK ? "" : err->message);
-    return check_at(ok, "the expected error", line);
-}
-#define CHECK_ERROR(st, err, want, text) check_error_at((st), &(err), (want), (text), __LINE__)
 
 /* ======================================================================== */
 /* The kernels                                                              */
@@ -308,8 +270,7 @@ static int unit_tests(void) {
         test_open_errors();
         test_two_objects(cu);
     }
-    printf("%d passed, %d failed\n", T.passed, T.failed);
-    return T.failed ? 1 : 0;
+    return harness_report();
 }
 
 /* ======================================================================== */

@@ -26,48 +26,11 @@
 #include <sys/stat.h>
 #include <zlib.h>
 
-#include "dlrt.h"
+#define HARNESS_FILE "test_data.c"
+#include "harness.h"
 
-/* ======================================================================== */
-/* A small harness                                                          */
-/* ======================================================================== */
-
-/* The tally and the scratch folder: this test program's only state. */
-static struct {
-    int passed, failed;
-    char dir[512]; /* from mkdtemp, removed at the end */
-} T;
-
-static bool check_at(bool ok, const char *what, int line) {
-    if (ok) {
-        T.passed++;
-    } else {
-        T.failed++;
-        fprintf(stderr, "test_data.c:%d: FAILED: %s\n", line, what);
-    }
-    return ok;
-}
-#define CHECK(cond) check_at((cond), #cond, __LINE__)
-
-static bool check_ok_at(DlrtStatus st, const DlrtError *err, int line) {
-    if (st != DLRT_OK)
-        fprintf(stderr, "test_data.c:%d: unexpected %s: %s\n", line, dlrt_status_name(st),
-                err->message);
-    return check_at(st == DLRT_OK, "status is DLRT_OK", line);
-}
-#define CHECK_OK(st, err) check_ok_at((st), &(err), __LINE__)
-
-/* A failure of status want whose message contains text. */
-static bool check_error_at(DlrtStatus st, const DlrtError *err, DlrtStatus want,
-                           const char *text, int line) {
-    bool ok = st == want && err->status == want && strstr(err->message, text);
-    if (!ok)
-        fprintf(stderr, "test_data.c:%d: expected %s with \"%s\", got %s: \"%s\"\n", line,
-                dlrt_status_name(want), text, dlrt_status_name(st),
-                st == DLRT_OK ? "" : err->message);
-    return check_at(ok, "the expected error", line);
-}
-#define CHECK_ERROR(st, err, want, text) check_error_at((st), &(err), (want), (text), __LINE__)
+/* The scratch folder, from mkdtemp, removed at the end. */
+static char scratch_dir[512];
 
 static bool is_zeroed(const DlrtDataset *ds) {
     return ds->count == 0 && ds->rank == 0 && !ds->x && !ds->y && ds->num_classes == 0 &&
@@ -79,7 +42,7 @@ static const char *tpath(const char *name) {
     static char bufs[4][1024];
     static int next;
     char *p = bufs[next++ % 4];
-    snprintf(p, sizeof bufs[0], "%s/%s", T.dir, name);
+    snprintf(p, sizeof bufs[0], "%s/%s", scratch_dir, name);
     return p;
 }
 
@@ -396,7 +359,7 @@ static void test_idx_io_errors(void) {
     CHECK_ERROR(dlrt_load_idx(&ds, tpath("img"), tpath("nope"), NULL, &err), err, DLRT_E_IO,
                 "/nope: cannot open: No such file or directory");
     CHECK(is_zeroed(&ds));
-    CHECK_ERROR(dlrt_load_idx(&ds, T.dir, tpath("lab"), NULL, &err), err, DLRT_E_IO,
+    CHECK_ERROR(dlrt_load_idx(&ds, scratch_dir, tpath("lab"), NULL, &err), err, DLRT_E_IO,
                 "cannot read: Is a directory");
     CHECK_ERROR(dlrt_load_idx(NULL, tpath("img"), tpath("lab"), NULL, &err), err, DLRT_E_ARG,
                 "dlrt_load_idx");
@@ -1385,8 +1348,8 @@ int main(int argc, char **argv) {
     if (argc > 1)
         return run_mode(argc, argv);
     const char *tmp = getenv("TMPDIR");
-    snprintf(T.dir, sizeof T.dir, "%s/dlrt-data-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(T.dir)) {
+    snprintf(scratch_dir, sizeof scratch_dir, "%s/dlrt-data-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(scratch_dir)) {
         perror("test_data: mkdtemp");
         return 2;
     }
@@ -1414,7 +1377,6 @@ int main(int argc, char **argv) {
     test_batcher_errors();
     test_batcher_shuffle();
     test_batcher_uniform();
-    nftw(T.dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-    printf("%d passed, %d failed\n", T.passed, T.failed);
-    return T.failed != 0;
+    nftw(scratch_dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return harness_report();
 }
