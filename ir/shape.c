@@ -192,12 +192,15 @@ static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
  * input, the padding of dy: at most the dilated kernel's extent), the
  * register block's rows must divide the result's channels `rows`, and its
  * columns be whole registers (or, for the weight gradient, the kernel's
- * width). */
+ * width); with filter_lanes, the rows are whole registers and the columns
+ * any number of positions. */
 static bool check_tile(DlcInfer *inf, int64_t rows) {
     int64_t v = A("vector").i;
     const int64_t *t = A("tile").pair, *k = A("kernel").pair, *s = A("stride").pair,
                   *p = A("pad").pair, *d = A("dilation").pair;
-    if (v == 0 && t[0] == 0 && t[1] == 0)
+    int lanes_at = dlc_op_attr_index(inf->kind, "filter_lanes");
+    bool lanes = lanes_at >= 0 && inf->attrs[lanes_at].b;
+    if (v == 0 && t[0] == 0 && t[1] == 0 && !lanes)
         return true;
     const char *why = NULL;
     if (v != 16 && v != 32 && v != 64)
@@ -209,7 +212,11 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
         why = "dlc's own loops need a padding no larger than the dilated kernel";
     else if (t[0] < 1 || rows % t[0])
         why = "the tile's rows must divide the result's channels";
-    else if (inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? t[1] != k[1]
+    else if (lanes) {
+        if (t[0] % (v / 4) || t[1] < 1)
+            why = "with filter_lanes the tile's rows must be a multiple of the floats in a "
+                  "register, and its columns positive";
+    } else if (inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? t[1] != k[1]
                                                     : t[1] < 1 || t[1] % (v / 4))
         why = inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT
                   ? "the tile's columns must be the kernel's width"
@@ -607,7 +614,9 @@ static bool forward_gives(DlcInfer *inf, DlcOpKind kind, const DlcType *x,
     for (int i = 0; i < fwd->nattrs; i++) {
         int j = dlc_op_attr_index(inf->kind, fwd->attrs[i].name);
         /* the tile is the gradient's own (check_tile), not the forward's */
-        bool own = strcmp(fwd->attrs[i].name, "tile") == 0 || strcmp(fwd->attrs[i].name, "vector") == 0;
+        const char *name = fwd->attrs[i].name;
+        bool own = strcmp(name, "tile") == 0 || strcmp(name, "vector") == 0 ||
+                   strcmp(name, "filter_lanes") == 0;
         if (j >= 0 && !own)
             attrs[i] = inf->attrs[j];
     }

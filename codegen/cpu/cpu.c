@@ -500,7 +500,11 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
                                          op->nout ? ident(cpu, op->out[0]->name)
                                                   : dlc_op_info(op->kind)->name);
     const char *path = dlc_ctx_path(cpu->ctx, op->loc);
-    put(o, "\n/* ");
+    bool direct = dlc_cpu_is_direct_conv(op);
+    put(o, "\n");
+    if (direct)
+        dlc_cpu_direct_conv_contract(o, true);
+    put(o, "/* ");
     char buf[DLC_TYPE_STR_MAX];
     for (int r = 0; r < op->nout; r++)
         put(o, "%%%s : %s = ", op->out[r]->name, dlc_type_str(&op->out[r]->type, buf, sizeof buf));
@@ -536,13 +540,15 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
     put(o, ") {\n");
     put(o, "    (void)n;\n");
     put_batchnorm_fold(cpu, o, op);
-    if (dlc_cpu_is_direct_conv(op))
+    if (direct)
         dlc_cpu_direct_conv(o, op, cpu->real); /* calls no kernel of libdlrt's */
     else
         put_kernel_calls(cpu, o, op);
     put(o, "}\n");
     if (located) /* back to this file's own lines */
         put(o, "#line %d \"%s\"\n", o->line + 2, o->name);
+    if (direct)
+        dlc_cpu_direct_conv_contract(o, false);
     return fname;
 }
 

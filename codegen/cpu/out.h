@@ -28,5 +28,8 @@ void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real);
 void dlc_cpu_direct_conv_work(const DlcOp *op, const char *real, int64_t *shared, int64_t *slice);
 /* Whether op is such a convolution. */
 bool dlc_cpu_is_direct_conv(const DlcOp *op);
+/* The lines before (begin) and after its function that let GCC fuse the
+ * loops' multiply-adds into FMA instructions. */
+void dlc_cpu_direct_conv_contract(Out *o, bool begin);
 
 #endif /* DLC_CPU_OUT_H */
