@@ -173,9 +173,10 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
 
 /* conv2d with the filters in the lanes (filter_lanes): the block of least
  * time among those that fit the registers and L1, in *b, and its time;
- * false where the filters do not fill whole registers.  rows filters = nv registers by
- * cols positions: nv * cols accumulators, nv loaded weights and a
- * broadcast; it computes every position once (rounded up to the block).
+ * false where the filters do not fill whole registers.  rows filters = nv
+ * registers by cols positions: nv * cols accumulators, nv loaded weights
+ * and a broadcast; it computes every position once (rounded up to the
+ * block).
  * Blocks that load an operand or more per multiply-add are left out:
  * GoogLeNet's inception4a 3x3 convolution (208 filters, 864 taps) took a
  * block of one register by one position that way, and its batch-1

@@ -178,6 +178,24 @@ static void put_copy_source(Out *o, const char *x) {
         x);
 }
 
+/* The epilogue of a result element v of filter f, as two C fragments:
+ * what follows v's sum (the bias, or a folded batchnorm's scale and shift;
+ * bn_scale and bn_shift come from cpu.c) and the value stored (after a
+ * fused ReLU). */
+typedef struct Epilogue {
+    const char *add, *store;
+} Epilogue;
+
+static Epilogue epilogue(const DlcOp *op) {
+    bool bias = op->kind == DLC_OP_CONV2D && dlc_op_bias(op);
+    return (Epilogue){
+        .add = dlc_op_folded_batchnorm(op) >= 0 ? " * bn_scale[f] + bn_shift[f]"
+               : bias                           ? " + a2[f]"
+                                                : "",
+        .store = dlc_op_fused_relu(op) ? "v < 0 ? 0 : v /* NaN stays NaN, as in relu_forward */"
+                                       : "v"};
+}
+
 /* conv2d with filter_lanes: the product and its epilogue, per block. */
 static void put_filter_lanes_product(Out *o, const DlcOp *op, const char *real) {
     put(o, "    /* the weights with the filters innermost: wt[k][f] = w[f][k] */\n"
@@ -190,8 +208,7 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const char *real) 
            "        memset(xp, 0, sizeof *xp * CI * XPS);\n"
            "        for (int64_t s = s0; s < s1; s++) {\n", real);
     put_copy_source(o, "a0");
-    bool bias = dlc_op_bias(op), relu = dlc_op_fused_relu(op);
-    bool folded = dlc_op_folded_batchnorm(op) >= 0; /* bn_scale, bn_shift: cpu.c */
+    Epilogue e = epilogue(op);
     put(o, "            for (int p0 = 0; p0 < P; p0 += PB) {\n"
            "                /* each position's place in the padded plane; those past P\n"
            "                   repeat the last one and are not stored */\n"
@@ -230,8 +247,7 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const char *real) 
            "            }\n"
            "        }\n"
            "    }\n",
-        real, real, real, real, folded ? " * bn_scale[f] + bn_shift[f]" : bias ? " + a2[f]" : "",
-        relu ? "v < 0 ? 0 : v /* NaN stays NaN, as in relu_forward */" : "v");
+        real, real, real, real, e.add, e.store);
 }
 
 /* conv2d and conv2d_grad_input: the product, then the epilogue. */
@@ -281,8 +297,7 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
            "                            *(vecu *)(yp + (f0 + i) * PT + p0 + j * L) = acc[i][j];\n"
            "                }\n", real, real, real);
     /* the epilogue: the output's columns of the padded width */
-    bool bias = op->kind == DLC_OP_CONV2D && dlc_op_bias(op), relu = dlc_op_fused_relu(op);
-    bool folded = dlc_op_folded_batchnorm(op) >= 0; /* bn_scale, bn_shift: cpu.c */
+    Epilogue e = epilogue(op);
     put(o, "            for (int f = 0; f < CO; f++)\n"
            "                for (int oy = 0; oy < OH; oy++) {\n"
            "                    const %s *src = yp + f * PT + oy * WP;\n"
@@ -294,8 +309,7 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
            "                }\n"
            "        }\n"
            "    }\n",
-        real, real, real, folded ? " * bn_scale[f] + bn_shift[f]" : bias ? " + a2[f]" : "",
-        relu ? "v < 0 ? 0 : v; /* NaN stays NaN, as in relu_forward */" : "v");
+        real, real, real, e.add, e.store);
 }
 
 /* conv2d_grad_weight: dw from dy (a0) and x (a1). */
