@@ -20,6 +20,8 @@ typedef struct DlcEmitOptions {
     bool cuda;          /* cpu: the program also has NAME_cuda.c (the nvptx
                            target's), which NAME_model points to */
     const char *gpu_arch; /* nvptx: the GPU architecture, "sm_80" */
+    bool gpu_tf32;        /* nvptx: matrix products on the tensor cores, with
+                             TF32 operands (--gpu-math=tf32; sm_80 and later) */
 } DlcEmitOptions;
 
 typedef struct DlcTarget {
@@ -52,6 +54,6 @@ extern const DlcTarget dlc_target_nvptx;
 bool dlc_nvptx_arch_ok(const char *arch);
 /* --emit=ptx: the kernels of m's one network (and its training step) as
  * PTX for arch, into path ("-": standard output). */
-bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const char *arch, const char *path);
+bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *path);
 
 #endif /* DLC_CODEGEN_H */

@@ -62,6 +62,10 @@ static void usage(FILE *out) {
         "                         LLVM's NVPTX backend; ./net --device cuda)\n"
         "  --gpu-arch=sm_NN       the GPU architecture of the PTX (default sm_80; sm_60\n"
         "                         to sm_90)\n"
+        "  --gpu-math=f32|tf32    the GPU's matrix products (convolutions, dense layers\n"
+        "                         and their gradients): f32 on the CUDA cores (default),\n"
+        "                         or on the tensor cores with TF32 operands (10-bit\n"
+        "                         mantissa, f32 sums; sm_80 and later; docs/gpu.md)\n"
         "  --dtype=f32|f64        the element type of --emit=c code (default f32; f64\n"
         "                         for exact gradient checks)\n"
         "  --passes=P1,P2,...     run exactly these passes (default: the standard\n"
@@ -190,7 +194,7 @@ static int64_t parse_bytes(const char *option, const char *s) {
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH, OPT_NO_TILE,
+           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH, OPT_GPU_MATH, OPT_NO_TILE,
            OPT_TARGET_CPU };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
@@ -211,6 +215,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
         {"target", required_argument, NULL, OPT_TARGET},
         {"gpu-arch", required_argument, NULL, OPT_GPU_ARCH},
+        {"gpu-math", required_argument, NULL, OPT_GPU_MATH},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -311,6 +316,16 @@ static void parse_options(int argc, char **argv, Options *o) {
             }
             o->codegen.gpu_arch = optarg;
             break;
+        case OPT_GPU_MATH:
+            if (strcmp(optarg, "f32") == 0)
+                o->codegen.gpu_tf32 = false;
+            else if (strcmp(optarg, "tf32") == 0)
+                o->codegen.gpu_tf32 = true;
+            else {
+                fprintf(stderr, "dlc: error: --gpu-math takes f32 or tf32, not '%s'\n", optarg);
+                exit(2);
+            }
+            break;
         default:
             if (optopt && optopt < 256)
                 fprintf(stderr, "dlc: error: option '-%c' %s\n", optopt,
@@ -353,6 +368,11 @@ static void parse_options(int argc, char **argv, Options *o) {
         o->kind = n > 5 && strcmp(o->input + n - 5, ".dlir") == 0 ? INPUT_DLIR : INPUT_DL;
     }
     o->pass.gpu = o->codegen.cuda || o->emit == EMIT_PTX;
+    if (o->codegen.gpu_tf32 && atoi(o->codegen.gpu_arch + 3) < 80) {
+        fprintf(stderr, "dlc: error: --gpu-math=tf32 needs the tensor cores of sm_80 or later; "
+                "--gpu-arch is %s\n", o->codegen.gpu_arch);
+        exit(2);
+    }
 }
 
 static bool wants_print_after(const Options *o, const char *stage) {
@@ -567,7 +587,7 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     }
     if (target) {
         bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, &o->codegen, o->output)
-                  : o->emit == EMIT_PTX ? dlc_nvptx_emit_ptx(ctx, m, o->codegen.gpu_arch, o->output ? o->output : "-")
+                  : o->emit == EMIT_PTX ? dlc_nvptx_emit_ptx(ctx, m, &o->codegen, o->output ? o->output : "-")
                                       : dlc_make_dir(ctx, o->output) &&
                                             target->emit(ctx, m, &o->codegen, o->output) &&
                                             (!o->codegen.cuda || dlc_target_nvptx.emit(ctx, m, &o->codegen, o->output));

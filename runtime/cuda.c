@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "dlrt.h"
 
@@ -108,7 +109,69 @@ struct DlrtCuda {
     int multiprocessors;    /* streaming multiprocessors */
     int max_shared;         /* dynamic shared memory a block may opt in to */
     bool sync_each;         /* DLRT_CUDA_SYNC=1: wait after each launch */
+    bool profile;           /* DLRT_CUDA_PROFILE=1: time each launch (Profile) */
+    struct Profile *times;  /* the launches' times, by what they were for */
+    int ntimes, captimes;
 };
+
+/* DLRT_CUDA_PROFILE=1: each launch waits for the work before it, then for
+ * itself, and its host-clock time (launch latency included, a few
+ * microseconds) is added to the row of its 'what' string; dlrt_cuda_close
+ * prints the rows, longest first, on stderr.  For finding where a step's
+ * time goes, not for timing steps: the waits add up. */
+typedef struct Profile {
+    char *what;
+    double seconds;
+    long calls;
+} Profile;
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void profile_add(DlrtCuda *cu, const char *what, double seconds) {
+    int i = 0;
+    while (i < cu->ntimes && strcmp(cu->times[i].what, what) != 0)
+        i++;
+    if (i == cu->ntimes) {
+        if (cu->ntimes == cu->captimes) {
+            int cap = cu->captimes ? 2 * cu->captimes : 64;
+            Profile *t = realloc(cu->times, sizeof *t * (size_t)cap);
+            if (!t)
+                return; /* a row lost, not the run */
+            cu->times = t, cu->captimes = cap;
+        }
+        char *copy = strdup(what);
+        if (!copy)
+            return;
+        cu->times[cu->ntimes++] = (Profile){.what = copy};
+    }
+    cu->times[i].seconds += seconds;
+    cu->times[i].calls++;
+}
+
+static int longer_first(const void *a, const void *b) {
+    double x = ((const Profile *)a)->seconds, y = ((const Profile *)b)->seconds;
+    return (x < y) - (x > y);
+}
+
+static void profile_print(DlrtCuda *cu) {
+    if (!cu->ntimes)
+        return;
+    qsort(cu->times, (size_t)cu->ntimes, sizeof *cu->times, longer_first);
+    double total = 0;
+    for (int i = 0; i < cu->ntimes; i++)
+        total += cu->times[i].seconds;
+    fprintf(stderr, "DLRT_CUDA_PROFILE: %d kinds of launch, %.3f s in all\n"
+            "%10s %8s %6s %10s  %s\n", cu->ntimes, total, "ms", "calls", "%", "us/call", "launch");
+    for (int i = 0; i < cu->ntimes; i++) {
+        const Profile *p = &cu->times[i];
+        fprintf(stderr, "%10.3f %8ld %6.2f %10.1f  %s\n", 1e3 * p->seconds, p->calls,
+                100 * p->seconds / total, 1e6 * p->seconds / (double)p->calls, p->what);
+    }
+}
 
 static const char *or_default(const char *what) {
     return what && *what ? what : "a CUDA call";
@@ -148,6 +211,10 @@ static double mib(size_t bytes) {
 void dlrt_cuda_close(DlrtCuda *cu) {
     if (!cu)
         return;
+    profile_print(cu);
+    for (int i = 0; i < cu->ntimes; i++)
+        free(cu->times[i].what);
+    free(cu->times);
     if (cu->retained) {
         cu->api.cuCtxSetCurrent(cu->ctx);
         if (cu->module)
@@ -301,6 +368,8 @@ static DlrtStatus open_steps(DlrtCuda *cu, const char *ptx, DlrtError *err) {
         return st;
     const char *sync = getenv("DLRT_CUDA_SYNC");
     cu->sync_each = sync && strcmp(sync, "1") == 0;
+    const char *profile = getenv("DLRT_CUDA_PROFILE");
+    cu->profile = profile && strcmp(profile, "1") == 0;
     return DLRT_OK;
 }
 
@@ -441,6 +510,31 @@ DlrtStatus dlrt_cuda_upload(DlrtCuda *cu, DlrtDevicePtr dst, const void *src, si
                                                    "for", what, err);
 }
 
+/* Slices of a staged upload: large enough that each transfer runs at the
+ * bus's speed, small enough that the first starts early (a ResNet batch of
+ * 128 is 77 MB). */
+#define STAGE_SLICE ((size_t)4 << 20)
+
+DlrtStatus dlrt_cuda_upload_staged(DlrtCuda *cu, DlrtDevicePtr dst, const void *src, void *staging,
+                                   size_t bytes, const char *what, DlrtError *err) {
+    for (size_t at = 0; at < bytes; at += STAGE_SLICE) {
+        size_t len = bytes - at < STAGE_SLICE ? bytes - at : STAGE_SLICE;
+        const char *from = (const char *)src + at;
+        char *to = (char *)staging + at;
+        /* one thread copies a few GB/s; the slice is split among them */
+        int64_t pieces = (int64_t)(len >> 16) + 1;
+#pragma omp parallel for schedule(static) if (pieces > 1)
+        for (int64_t i = 0; i < pieces; i++) {
+            size_t lo = len * (size_t)i / (size_t)pieces, hi = len * (size_t)(i + 1) / (size_t)pieces;
+            memcpy(to + lo, from + lo, hi - lo);
+        }
+        DlrtStatus st = dlrt_cuda_upload(cu, dst + at, to, len, what, err);
+        if (st != DLRT_OK)
+            return st;
+    }
+    return DLRT_OK;
+}
+
 DlrtStatus dlrt_cuda_download(DlrtCuda *cu, void *dst, DlrtDevicePtr src, size_t bytes,
                               const char *what, DlrtError *err) {
     if (bytes == 0)
@@ -486,13 +580,23 @@ DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned gr
         if (r != CUDA_SUCCESS)
             return cuda_fail(cu, DLRT_E_DEVICE, r, "cuFuncSetAttribute", "in", what, err);
     }
+    double began = 0;
+    if (cu->profile) {
+        if ((r = cu->api.cuStreamSynchronize(cu->stream)) != CUDA_SUCCESS)
+            return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize (DLRT_CUDA_PROFILE=1)",
+                             "before", what, err);
+        began = now_seconds();
+    }
     r = cu->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                shared_bytes, cu->stream, args, NULL);
     if (r != CUDA_SUCCESS)
         return cuda_fail(cu, DLRT_E_DEVICE, r, "cuLaunchKernel", "in", what, err);
-    if (cu->sync_each && (r = cu->api.cuStreamSynchronize(cu->stream)) != CUDA_SUCCESS)
-        return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize (DLRT_CUDA_SYNC=1)", "after",
-                         what, err);
+    if ((cu->sync_each || cu->profile) &&
+        (r = cu->api.cuStreamSynchronize(cu->stream)) != CUDA_SUCCESS)
+        return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize (DLRT_CUDA_SYNC=1 or "
+                         "DLRT_CUDA_PROFILE=1)", "after", what, err);
+    if (cu->profile)
+        profile_add(cu, or_default(what), now_seconds() - began);
     return DLRT_OK;
 }
 

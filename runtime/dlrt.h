@@ -437,6 +437,13 @@ void dlrt_cuda_host_free(DlrtCuda *cu, void *p);
  * dlrt_cuda_sync.  bytes == 0 does nothing. */
 DlrtStatus dlrt_cuda_upload(DlrtCuda *cu, DlrtDevicePtr dst, const void *src, size_t bytes,
                             const char *what, DlrtError *err);
+/* dlrt_cuda_upload of pageable memory src through the pinned buffer
+ * staging (bytes long, not in use by a queued copy): src is copied into it
+ * a slice at a time, by the kernels' threads, and each slice's upload is
+ * queued as soon as it is there, so that the host's copying and the
+ * transfer overlap. */
+DlrtStatus dlrt_cuda_upload_staged(DlrtCuda *cu, DlrtDevicePtr dst, const void *src, void *staging,
+                                   size_t bytes, const char *what, DlrtError *err);
 DlrtStatus dlrt_cuda_download(DlrtCuda *cu, void *dst, DlrtDevicePtr src, size_t bytes,
                               const char *what, DlrtError *err);
 DlrtStatus dlrt_cuda_zero(DlrtCuda *cu, DlrtDevicePtr dst, size_t bytes, const char *what,

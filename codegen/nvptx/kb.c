@@ -65,6 +65,8 @@ void kb_begin(Kb *kb, const char *name, int nptrs, int nscalars, const LLVMTypeR
     kb->depth = 0;
 }
 
+void kb_min_blocks(Kb *kb, int blocks) { annotate(kb, "minctasm", blocks); }
+
 void kb_end(Kb *kb) {
     if (kb->depth != 0)
         die("an if or a loop is still open at the end of a kernel");
@@ -85,7 +87,7 @@ LLVMValueRef kb_float(Kb *kb, double v) { return LLVMConstReal(kb->f32, v); }
 /* ---- intrinsics ------------------------------------------------------------- */
 
 static LLVMValueRef call(Kb *kb, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-    LLVMTypeRef types[4];
+    LLVMTypeRef types[12];
     for (int i = 0; i < n; i++)
         types[i] = LLVMTypeOf(args[i]);
     LLVMTypeRef type = LLVMFunctionType(ret, types, (unsigned)n, 0);
@@ -172,6 +174,28 @@ LLVMValueRef kb_fma(Kb *kb, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
     return call(kb, "llvm.fma.f32", kb->f32, args, 3);
 }
 LLVMValueRef kb_fgt(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(kb->b, LLVMRealOGT, a, b, ""); }
+
+/* ---- tensor cores (sm_80 and later) ---------------------------------------------- */
+
+LLVMValueRef kb_tf32(Kb *kb, LLVMValueRef a) {
+    LLVMValueRef bits = call(kb, "llvm.nvvm.f2tf32.rna", kb->i32, &a, 1);
+    return LLVMBuildBitCast(kb->b, bits, kb->f32, "");
+}
+
+void kb_mma_tf32(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef acc[4]) {
+    LLVMValueRef args[10];
+    for (int i = 0; i < 4; i++)
+        args[i] = LLVMBuildBitCast(kb->b, a[i], kb->i32, "");
+    for (int i = 0; i < 2; i++)
+        args[4 + i] = LLVMBuildBitCast(kb->b, b[i], kb->i32, "");
+    for (int i = 0; i < 4; i++)
+        args[6 + i] = acc[i];
+    LLVMTypeRef four[4] = {kb->f32, kb->f32, kb->f32, kb->f32};
+    LLVMTypeRef ret = LLVMStructTypeInContext(kb->c, four, 4, 0);
+    LLVMValueRef d = call(kb, "llvm.nvvm.mma.m16n8k8.row.col.tf32", ret, args, 10);
+    for (int i = 0; i < 4; i++)
+        acc[i] = LLVMBuildExtractValue(kb->b, d, (unsigned)i, "");
+}
 LLVMValueRef kb_flt(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(kb->b, LLVMRealOLT, a, b, ""); }
 LLVMValueRef kb_isnan(Kb *kb, LLVMValueRef a) { return LLVMBuildFCmp(kb->b, LLVMRealUNO, a, a, ""); }
 LLVMValueRef kb_fmax(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return kb_select(kb, kb_fgt(kb, a, b), a, b); }

@@ -47,6 +47,10 @@ void kb_dispose(Kb *kb);
  * threads per block (maxntid). */
 void kb_begin(Kb *kb, const char *name, int nptrs, int nscalars, const LLVMTypeRef *scalar_types,
               int max_threads);
+/* Asks the backend to fit `blocks` blocks of max_threads on a
+ * multiprocessor (minctasm, CUDA's __launch_bounds__ second argument),
+ * capping the kernel's registers accordingly. */
+void kb_min_blocks(Kb *kb, int blocks);
 /* Ends the kernel (a ret void where control still flows). */
 void kb_end(Kb *kb);
 LLVMValueRef kb_param(Kb *kb, int i);
@@ -107,6 +111,16 @@ LLVMValueRef kb_log(Kb *kb, LLVMValueRef a);  /* lg2.approx times ln 2 */
 LLVMValueRef kb_pow(Kb *kb, LLVMValueRef a, double b); /* a > 0 */
 LLVMValueRef kb_itof(Kb *kb, LLVMValueRef a);
 
+/* Tensor cores (sm_80 and later).  kb_tf32 rounds a to TF32 (10 bits of
+ * mantissa, to nearest, ties away: cvt.rna.tf32.f32) and keeps it in an f32.
+ * kb_mma_tf32 is one warp's mma.sync.m16n8k8.row.col.f32.tf32.tf32.f32:
+ * acc (a 16x8 tile of f32, 4 per thread) += A (16x8, 4 TF32 values per
+ * thread) B (8x8, 2 per thread), in the fragment layouts of the PTX ISA
+ * ("Matrix Fragments for mma.m16n8k8", .tf32); with g = lane / 4 and
+ * t = lane % 4: a = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4];
+ * b = B[t][g], B[t+4][g]; acc = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]. */
+LLVMValueRef kb_tf32(Kb *kb, LLVMValueRef a);
+void kb_mma_tf32(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef acc[4]);
 /* Global memory: element i (i32) of pointer p. */
 LLVMValueRef kb_load(Kb *kb, LLVMValueRef p, LLVMValueRef i);
 void kb_store(Kb *kb, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v);

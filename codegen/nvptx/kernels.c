@@ -30,6 +30,7 @@
 #define TILE 64        /* outputs per tile side */
 #define TILE_K 16      /* steps of the sum per shared-memory tile */
 #define GEMM_THREADS 256
+#define GEMM_LOADS (TILE * TILE_K / GEMM_THREADS) /* of each operand, per thread and tile */
 
 /* ---- a kernel being built and its launch ------------------------------------ */
 
@@ -590,76 +591,164 @@ static LLVMValueRef channel_at(Kb *kb, const Channel *ch, LLVMValueRef i) {
     return kb_add(kb, kb_muli(kb, kb_add(kb, kb_muli(kb, s, ch->c), ch->ch), ch->hw), r);
 }
 
-/* bias_grad, batchnorm_grad_weight: the sum per channel of dy (times xhat) */
+/* A channel's values split among `parts` blocks (grid (channels, parts)):
+ * a channel of a large batch is too much work for one block, and a layer
+ * has too few channels to fill the GPU.  Block (ch, part) takes the
+ * channel's items [lo, hi) (item i is channel_at(i)); each part's result
+ * goes to scratch memory, and a small kernel adds the parts in order, so
+ * sums do not depend on timing. */
+typedef struct Parts {
+    Channel ch;
+    int64_t parts;
+    LLVMValueRef part, lo, hi, cnt; /* cnt: the channel's items, n hw */
+} Parts;
+
+/* Parts enough for 4 blocks per multiprocessor, keeping at least 4096
+ * items per part at a batch of 32. */
+static int64_t channel_parts(const NvKernels *nk, int64_t c, int64_t hw) {
+    int64_t parts = 1;
+    while (c * parts < 4 * (int64_t)nk->multiprocessors && hw * 32 / (parts * 2) >= 4096 && parts < 64)
+        parts *= 2;
+    return parts;
+}
+
+static void begin_parts(Build *b, Parts *p, int64_t c, int64_t hw) {
+    Kb *kb = b->kb;
+    p->ch = (Channel){c, hw, begin_rows(b, 0, c)};
+    p->parts = channel_parts(b->nk, c, hw);
+    b->l->gy = p->parts;
+    p->part = kb_ctaid(kb, 'y');
+    p->cnt = count(b, hw, 0);
+    LLVMValueRef chunk = kb_divi(kb, kb_addi(kb, p->cnt, p->parts - 1), p->parts);
+    p->lo = kb_mul(kb, p->part, chunk);
+    p->hi = kb_min(kb, p->cnt, kb_add(kb, p->lo, chunk));
+}
+
+/* for each of this thread's items of the part: returns the loop counter */
+static LLVMValueRef parts_for(Kb *kb, const Parts *p) {
+    return kb_for(kb, kb_add(kb, p->lo, kb_tid(kb)), p->hi, kb_int(kb, ROW_THREADS));
+}
+
+/* The sum of the parts' values k (of `width` per part) of channel ch, in order. */
+static LLVMValueRef sum_parts(Kb *kb, LLVMValueRef ws, LLVMValueRef ch, int64_t parts, int width, int k) {
+    LLVMValueRef sum = kb_float(kb, 0);
+    for (int64_t s = 0; s < parts; s++)
+        sum = kb_fadd(kb, sum, kb_load(kb, ws, kb_addi(kb, kb_muli(kb, ch, parts * width), s * width + k)));
+    return sum;
+}
+
+/* bias_grad, batchnorm_grad_weight: the sum per channel of dy (times xhat),
+ * in parts, then the parts' sum */
 static void channel_sum(NvKernels *nk, const DlcOp *op, const char *tag) {
     Build b;
     bool bn = op->kind == DLC_OP_BATCHNORM_GRAD_WEIGHT;
-    int slots[5] = {0, 1, 2, 3, NV_RESULT};
-    if (!bn)
-        slots[1] = NV_RESULT;
-    start(&b, nk, op, tag, "", slots, bn ? 5 : 2, NULL, 0, ROW_THREADS);
-    Kb *kb = b.kb;
     const DlcValue *dy = op->in[0];
     int64_t c = op->out[0]->type.dims[0];
-    Channel ch = {c, numel(dy) / c, begin_rows(&b, 0, c)};
+    /* (dy, scratch) or (dy, x, mean, invstd, scratch) */
+    int slots[5] = {0, 1, 2, 3, NV_WORKSPACE}, ws = bn ? 4 : 1;
+    slots[ws] = NV_WORKSPACE;
+    start(&b, nk, op, tag, "part", slots, ws + 1, NULL, 0, ROW_THREADS);
+    Kb *kb = b.kb;
+    Parts p;
+    begin_parts(&b, &p, c, numel(dy) / c);
+    b.l->workspace = c * p.parts;
     LLVMValueRef scratch = kb_shared(kb, ROW_THREADS);
-    LLVMValueRef mean = bn ? kb_load(kb, b.p[2], ch.ch) : NULL, invstd = bn ? kb_load(kb, b.p[3], ch.ch) : NULL;
+    LLVMValueRef mean = bn ? kb_load(kb, b.p[2], p.ch.ch) : NULL, invstd = bn ? kb_load(kb, b.p[3], p.ch.ch) : NULL;
     LLVMValueRef sum = kb_var(kb, kb->f32, kb_float(kb, 0));
-    LLVMValueRef i = kb_for(kb, kb_tid(kb), count(&b, ch.hw, 0), kb_int(kb, ROW_THREADS));
-    LLVMValueRef at = channel_at(kb, &ch, kb_get(kb, i)), g = kb_load(kb, b.p[0], at);
+    LLVMValueRef i = parts_for(kb, &p);
+    LLVMValueRef at = channel_at(kb, &p.ch, kb_get(kb, i)), g = kb_load(kb, b.p[0], at);
     if (bn)
         g = kb_fmul(kb, g, kb_fmul(kb, kb_fsub(kb, kb_load(kb, b.p[1], at), mean), invstd));
     kb_set(kb, sum, kb_fadd(kb, kb_get(kb, sum), g));
     kb_endfor(kb);
     LLVMValueRef total = kb_block_sum(kb, scratch, kb_get(kb, sum), ROW_THREADS);
     kb_if(kb, kb_eq(kb, kb_tid(kb), kb_int(kb, 0)));
-    kb_store(kb, b.p[bn ? 4 : 1], ch.ch, total);
+    kb_store(kb, b.p[ws], kb_add(kb, kb_muli(kb, p.ch.ch, p.parts), p.part), total);
     kb_endif(kb);
     kb_end(kb);
+
+    int sum_slots[2] = {NV_RESULT, NV_WORKSPACE};
+    start(&b, nk, op, tag, "sum", sum_slots, 2, NULL, 0, MAP_THREADS);
+    kb = b.kb;
+    LLVMValueRef ch = begin_map(&b, 0, c);
+    kb_store(kb, b.p[0], ch, sum_parts(kb, b.p[1], ch, p.parts, 1, 0));
+    end_map(&b);
 }
 
-/* batchnorm_train: a channel's statistics, the running ones, then y */
+/* batchnorm_train: each part's count, mean and sum of squared deviations
+ * (two passes over the part, the second from the cache); the parts merged
+ * in order (Chan, Golub and LeVeque's pairwise update) into the batch's
+ * statistics and the running ones; then y, a map. */
 static void batchnorm_train(NvKernels *nk, const DlcOp *op, const char *tag) {
     Build b;
-    int slots[8] = {0, 1, 2, 3, 4, NV_RESULT, NV_RESULT + 1, NV_RESULT + 2};
-    start(&b, nk, op, tag, "", slots, 8, NULL, 0, ROW_THREADS);
-    Kb *kb = b.kb;
     const DlcValue *x = op->in[0];
-    int64_t c = x->type.dims[0];
-    Channel ch = {c, numel(x) / c, begin_rows(&b, 0, c)};
+    int64_t c = x->type.dims[0], hw = numel(x) / c;
+    int part_slots[2] = {0, NV_WORKSPACE};
+    start(&b, nk, op, tag, "part", part_slots, 2, NULL, 0, ROW_THREADS);
+    Kb *kb = b.kb;
+    Parts p;
+    begin_parts(&b, &p, c, hw);
+    b.l->workspace = 3 * c * p.parts;
     LLVMValueRef scratch = kb_shared(kb, ROW_THREADS);
-    LLVMValueRef cnt = count(&b, ch.hw, 0), fcnt = kb_itof(kb, cnt);
+    LLVMValueRef items = kb_sub(kb, p.hi, p.lo), fitems = kb_itof(kb, kb_max(kb, items, kb_int(kb, 1)));
     LLVMValueRef sum = kb_var(kb, kb->f32, kb_float(kb, 0));
-    LLVMValueRef i = kb_for(kb, kb_tid(kb), cnt, kb_int(kb, ROW_THREADS));
-    kb_set(kb, sum, kb_fadd(kb, kb_get(kb, sum), kb_load(kb, b.p[0], channel_at(kb, &ch, kb_get(kb, i)))));
+    LLVMValueRef i = parts_for(kb, &p);
+    kb_set(kb, sum, kb_fadd(kb, kb_get(kb, sum), kb_load(kb, b.p[0], channel_at(kb, &p.ch, kb_get(kb, i)))));
     kb_endfor(kb);
-    LLVMValueRef mean = kb_fdiv(kb, kb_block_sum(kb, scratch, kb_get(kb, sum), ROW_THREADS), fcnt);
+    LLVMValueRef mean = kb_fdiv(kb, kb_block_sum(kb, scratch, kb_get(kb, sum), ROW_THREADS), fitems);
     LLVMValueRef sq = kb_var(kb, kb->f32, kb_float(kb, 0));
-    i = kb_for(kb, kb_tid(kb), cnt, kb_int(kb, ROW_THREADS));
-    LLVMValueRef d = kb_fsub(kb, kb_load(kb, b.p[0], channel_at(kb, &ch, kb_get(kb, i))), mean);
+    i = parts_for(kb, &p);
+    LLVMValueRef d = kb_fsub(kb, kb_load(kb, b.p[0], channel_at(kb, &p.ch, kb_get(kb, i))), mean);
     kb_set(kb, sq, kb_fma(kb, d, d, kb_get(kb, sq)));
     kb_endfor(kb);
-    LLVMValueRef ss = kb_block_sum(kb, scratch, kb_get(kb, sq), ROW_THREADS);
-    LLVMValueRef var = kb_fdiv(kb, ss, fcnt);
-    LLVMValueRef invstd = kb_fdiv(kb, kb_float(kb, 1), kb_sqrt(kb, kb_fadd(kb, var, kb_float(kb, attr_f(op, "eps")))));
+    LLVMValueRef m2 = kb_block_sum(kb, scratch, kb_get(kb, sq), ROW_THREADS);
     kb_if(kb, kb_eq(kb, kb_tid(kb), kb_int(kb, 0)));
-    {
-        double m = attr_f(op, "momentum");
-        LLVMValueRef unbiased = kb_select(kb, kb_lt(kb, kb_int(kb, 1), cnt),
-                                          kb_fdiv(kb, ss, kb_itof(kb, kb_addi(kb, cnt, -1))), var);
-        kb_store(kb, b.p[6], ch.ch, mean);
-        kb_store(kb, b.p[7], ch.ch, invstd);
-        kb_store(kb, b.p[3], ch.ch, kb_fma(kb, kb_float(kb, 1 - m), kb_load(kb, b.p[3], ch.ch), kb_fmul(kb, kb_float(kb, m), mean)));
-        kb_store(kb, b.p[4], ch.ch, kb_fma(kb, kb_float(kb, 1 - m), kb_load(kb, b.p[4], ch.ch), kb_fmul(kb, kb_float(kb, m), unbiased)));
-    }
+    LLVMValueRef at = kb_muli(kb, kb_add(kb, kb_muli(kb, p.ch.ch, p.parts), p.part), 3);
+    kb_store(kb, b.p[1], at, kb_itof(kb, items));
+    kb_store(kb, b.p[1], kb_addi(kb, at, 1), mean);
+    kb_store(kb, b.p[1], kb_addi(kb, at, 2), m2);
     kb_endif(kb);
-    LLVMValueRef scale = kb_fmul(kb, invstd, kb_load(kb, b.p[1], ch.ch)), shift = kb_load(kb, b.p[2], ch.ch);
-    i = kb_for(kb, kb_tid(kb), cnt, kb_int(kb, ROW_THREADS));
-    LLVMValueRef at = channel_at(kb, &ch, kb_get(kb, i));
-    LLVMValueRef y = kb_fma(kb, kb_fsub(kb, kb_load(kb, b.p[0], at), mean), scale, shift);
-    kb_store(kb, b.p[5], at, relu_if(kb, dlc_op_fused_relu(op), y));
-    kb_endfor(kb);
     kb_end(kb);
+
+    /* (@running_mean, @running_var, mean, invstd, scratch) */
+    int stat_slots[5] = {3, 4, NV_RESULT + 1, NV_RESULT + 2, NV_WORKSPACE};
+    start(&b, nk, op, tag, "stats", stat_slots, 5, NULL, 0, MAP_THREADS);
+    kb = b.kb;
+    LLVMValueRef ch = begin_map(&b, 0, c);
+    LLVMValueRef n = kb_float(kb, 0), mu = kb_float(kb, 0), ss = kb_float(kb, 0);
+    for (int64_t s = 0; s < p.parts; s++) {
+        LLVMValueRef base = kb_addi(kb, kb_muli(kb, ch, 3 * p.parts), 3 * s);
+        LLVMValueRef nb = kb_load(kb, b.p[4], base), mb = kb_load(kb, b.p[4], kb_addi(kb, base, 1));
+        LLVMValueRef m2b = kb_load(kb, b.p[4], kb_addi(kb, base, 2));
+        LLVMValueRef total = kb_fadd(kb, n, nb), delta = kb_fsub(kb, mb, mu);
+        LLVMValueRef w = kb_fdiv(kb, nb, kb_fmax(kb, total, kb_float(kb, 1)));
+        LLVMValueRef take = kb_fgt(kb, nb, kb_float(kb, 0));
+        mu = kb_select(kb, take, kb_fma(kb, delta, w, mu), mu);
+        ss = kb_select(kb, take, kb_fadd(kb, kb_fadd(kb, ss, m2b), kb_fmul(kb, kb_fmul(kb, delta, delta), kb_fmul(kb, n, w))), ss);
+        n = total;
+    }
+    LLVMValueRef cnt = count(&b, hw, 0);
+    LLVMValueRef var = kb_fdiv(kb, ss, kb_itof(kb, cnt));
+    LLVMValueRef invstd = kb_fdiv(kb, kb_float(kb, 1), kb_sqrt(kb, kb_fadd(kb, var, kb_float(kb, attr_f(op, "eps")))));
+    double m = attr_f(op, "momentum");
+    LLVMValueRef unbiased = kb_select(kb, kb_lt(kb, kb_int(kb, 1), cnt),
+                                      kb_fdiv(kb, ss, kb_itof(kb, kb_addi(kb, cnt, -1))), var);
+    kb_store(kb, b.p[2], ch, mu);
+    kb_store(kb, b.p[3], ch, invstd);
+    kb_store(kb, b.p[0], ch, kb_fma(kb, kb_float(kb, 1 - m), kb_load(kb, b.p[0], ch), kb_fmul(kb, kb_float(kb, m), mu)));
+    kb_store(kb, b.p[1], ch, kb_fma(kb, kb_float(kb, 1 - m), kb_load(kb, b.p[1], ch), kb_fmul(kb, kb_float(kb, m), unbiased)));
+    end_map(&b);
+
+    /* (x, @w, @b, mean, invstd) -> y */
+    int map_slots[6] = {0, 1, 2, NV_RESULT + 1, NV_RESULT + 2, NV_RESULT};
+    start(&b, nk, op, tag, "normalize", map_slots, 6, NULL, 0, MAP_THREADS);
+    kb = b.kb;
+    i = begin_map(&b, numel(x), 0);
+    ch = kb_remi(kb, kb_divi(kb, i, hw), c);
+    LLVMValueRef scale = kb_fmul(kb, kb_load(kb, b.p[4], ch), kb_load(kb, b.p[1], ch));
+    LLVMValueRef y = kb_fma(kb, kb_fsub(kb, kb_load(kb, b.p[0], i), kb_load(kb, b.p[3], ch)), scale, kb_load(kb, b.p[2], ch));
+    kb_store(kb, b.p[5], i, relu_if(kb, dlc_op_fused_relu(op), y));
+    end_map(&b);
 }
 
 /* batchnorm (inference) and batchnorm_normalize: a map */
@@ -691,35 +780,60 @@ static void batchnorm_map(NvKernels *nk, const DlcOp *op, const char *tag) {
     end_map(&b);
 }
 
-/* (dy, x, mean, invstd, @w) -> dx = w invstd (dy - mean(dy) - xhat mean(dy xhat)) */
+/* (dy, x, mean, invstd, @w) -> dx = w invstd (dy - mean(dy) - xhat mean(dy xhat)):
+ * the two sums in parts, the parts' sums per channel, then dx, a map. */
 static void batchnorm_grad_input(NvKernels *nk, const DlcOp *op, const char *tag) {
     Build b;
-    int slots[6] = {0, 1, 2, 3, 4, NV_RESULT};
-    start(&b, nk, op, tag, "", slots, 6, NULL, 0, ROW_THREADS);
-    Kb *kb = b.kb;
     const DlcValue *x = op->in[1];
-    int64_t c = x->type.dims[0];
-    Channel ch = {c, numel(x) / c, begin_rows(&b, 0, c)};
+    int64_t c = x->type.dims[0], hw = numel(x) / c;
+    int part_slots[5] = {0, 1, 2, 3, NV_WORKSPACE};
+    start(&b, nk, op, tag, "part", part_slots, 5, NULL, 0, ROW_THREADS);
+    Kb *kb = b.kb;
+    Parts p;
+    begin_parts(&b, &p, c, hw);
+    int64_t sums_at = 2 * c * p.parts; /* after the parts: the channels' two sums */
+    b.l->workspace = sums_at + 2 * c;
     LLVMValueRef scratch = kb_shared(kb, ROW_THREADS);
-    LLVMValueRef cnt = count(&b, ch.hw, 0), fcnt = kb_itof(kb, cnt);
-    LLVMValueRef mean = kb_load(kb, b.p[2], ch.ch), invstd = kb_load(kb, b.p[3], ch.ch);
+    LLVMValueRef mean = kb_load(kb, b.p[2], p.ch.ch), invstd = kb_load(kb, b.p[3], p.ch.ch);
     LLVMValueRef sdy = kb_var(kb, kb->f32, kb_float(kb, 0)), sdyx = kb_var(kb, kb->f32, kb_float(kb, 0));
-    LLVMValueRef i = kb_for(kb, kb_tid(kb), cnt, kb_int(kb, ROW_THREADS));
-    LLVMValueRef at = channel_at(kb, &ch, kb_get(kb, i)), dy = kb_load(kb, b.p[0], at);
+    LLVMValueRef i = parts_for(kb, &p);
+    LLVMValueRef at = channel_at(kb, &p.ch, kb_get(kb, i)), dy = kb_load(kb, b.p[0], at);
     LLVMValueRef xhat = kb_fmul(kb, kb_fsub(kb, kb_load(kb, b.p[1], at), mean), invstd);
     kb_set(kb, sdy, kb_fadd(kb, kb_get(kb, sdy), dy));
     kb_set(kb, sdyx, kb_fma(kb, dy, xhat, kb_get(kb, sdyx)));
     kb_endfor(kb);
-    LLVMValueRef mdy = kb_fdiv(kb, kb_block_sum(kb, scratch, kb_get(kb, sdy), ROW_THREADS), fcnt);
-    LLVMValueRef mdyx = kb_fdiv(kb, kb_block_sum(kb, scratch, kb_get(kb, sdyx), ROW_THREADS), fcnt);
-    LLVMValueRef k = kb_fmul(kb, kb_load(kb, b.p[4], ch.ch), invstd);
-    i = kb_for(kb, kb_tid(kb), cnt, kb_int(kb, ROW_THREADS));
-    at = channel_at(kb, &ch, kb_get(kb, i));
-    xhat = kb_fmul(kb, kb_fsub(kb, kb_load(kb, b.p[1], at), mean), invstd);
-    LLVMValueRef dx = kb_fmul(kb, k, kb_fsub(kb, kb_fsub(kb, kb_load(kb, b.p[0], at), mdy), kb_fmul(kb, xhat, mdyx)));
-    kb_store(kb, b.p[5], at, dx);
-    kb_endfor(kb);
+    LLVMValueRef tdy = kb_block_sum(kb, scratch, kb_get(kb, sdy), ROW_THREADS);
+    LLVMValueRef tdyx = kb_block_sum(kb, scratch, kb_get(kb, sdyx), ROW_THREADS);
+    kb_if(kb, kb_eq(kb, kb_tid(kb), kb_int(kb, 0)));
+    LLVMValueRef w = kb_muli(kb, kb_add(kb, kb_muli(kb, p.ch.ch, p.parts), p.part), 2);
+    kb_store(kb, b.p[4], w, tdy);
+    kb_store(kb, b.p[4], kb_addi(kb, w, 1), tdyx);
+    kb_endif(kb);
     kb_end(kb);
+
+    int sum_slots[1] = {NV_WORKSPACE};
+    start(&b, nk, op, tag, "sum", sum_slots, 1, NULL, 0, MAP_THREADS);
+    kb = b.kb;
+    LLVMValueRef ch = begin_map(&b, 0, c);
+    for (int k = 0; k < 2; k++)
+        kb_store(kb, b.p[0], kb_addi(kb, kb_muli(kb, ch, 2), sums_at + k), sum_parts(kb, b.p[0], ch, p.parts, 2, k));
+    end_map(&b);
+
+    int map_slots[7] = {0, 1, 2, 3, 4, NV_WORKSPACE, NV_RESULT};
+    start(&b, nk, op, tag, "", map_slots, 7, NULL, 0, MAP_THREADS);
+    kb = b.kb;
+    i = begin_map(&b, numel(x), 0);
+    ch = kb_remi(kb, kb_divi(kb, i, hw), c);
+    LLVMValueRef fcnt = kb_itof(kb, count(&b, hw, 0));
+    LLVMValueRef sums = kb_addi(kb, kb_muli(kb, ch, 2), sums_at);
+    LLVMValueRef mdy = kb_fdiv(kb, kb_load(kb, b.p[5], sums), fcnt);
+    LLVMValueRef mdyx = kb_fdiv(kb, kb_load(kb, b.p[5], kb_addi(kb, sums, 1)), fcnt);
+    invstd = kb_load(kb, b.p[3], ch);
+    xhat = kb_fmul(kb, kb_fsub(kb, kb_load(kb, b.p[1], i), kb_load(kb, b.p[2], ch)), invstd);
+    LLVMValueRef k = kb_fmul(kb, kb_load(kb, b.p[4], ch), invstd);
+    LLVMValueRef dx = kb_fmul(kb, k, kb_fsub(kb, kb_fsub(kb, kb_load(kb, b.p[0], i), mdy), kb_fmul(kb, xhat, mdyx)));
+    kb_store(kb, b.p[6], i, dx);
+    end_map(&b);
 }
 
 /* ---- losses --------------------------------------------------------------------- */
@@ -1001,6 +1115,122 @@ static int gemm_inputs(const Gemm *g) {
     return g->kind == DLC_OP_DENSE || g->kind == DLC_OP_CONV2D ? (g->bias ? 3 : 2) : 2;
 }
 
+/* A thread's 16 results of its block's TILE x TILE tile: value i sits at
+ * (row[i], col[i]) of the tile.  Which 16 depends on how they are computed. */
+typedef struct Accumulators {
+    LLVMValueRef v[16];           /* f32 variables */
+    LLVMValueRef row[16], col[16];
+} Accumulators;
+
+/* The layouts.  FMA: 256 threads as 16 x 16; thread (ty, tx) has rows
+ * ty + 16 i and columns tx + 16 j, i, j < 4, so that a warp's shared-memory
+ * reads are broadcasts or consecutive.  Tensor cores: 8 warps as 2 (rows)
+ * x 4 (columns), each a 32 x 16 part as 2 x 2 tiles of mma's 16 x 8, in
+ * the PTX ISA's accumulator layout (kb.h). */
+static void gemm_acc_init(Kb *kb, Accumulators *acc, bool mma) {
+    for (int i = 0; i < 16; i++)
+        acc->v[i] = kb_var(kb, kb->f32, kb_float(kb, 0));
+    LLVMValueRef t = kb_tid(kb);
+    if (!mma) {
+        LLVMValueRef tx = kb_remi(kb, t, 16), ty = kb_divi(kb, t, 16);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                acc->row[4 * i + j] = kb_addi(kb, ty, 16 * i), acc->col[4 * i + j] = kb_addi(kb, tx, 16 * j);
+        return;
+    }
+    LLVMValueRef warp = kb_divi(kb, t, 32), lane = kb_remi(kb, t, 32);
+    LLVMValueRef wrow = kb_muli(kb, kb_remi(kb, warp, 2), 32), wcol = kb_muli(kb, kb_divi(kb, warp, 2), 16);
+    LLVMValueRef gid = kb_divi(kb, lane, 4), tig2 = kb_muli(kb, kb_remi(kb, lane, 4), 2);
+    for (int mi = 0; mi < 2; mi++)
+        for (int ni = 0; ni < 2; ni++)
+            for (int c = 0; c < 4; c++) {
+                int i = 8 * mi + 4 * ni + c;
+                acc->row[i] = kb_add(kb, wrow, kb_addi(kb, gid, 16 * mi + 8 * (c / 2)));
+                acc->col[i] = kb_add(kb, wcol, kb_addi(kb, tig2, 8 * ni + c % 2));
+            }
+}
+
+/* acc += the shared tiles' product, with FMA: As[k][m], Bs[k][j], rows of TILE. */
+static void gemm_tile_fma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, Accumulators *acc) {
+    LLVMValueRef t = kb_tid(kb), tx = kb_remi(kb, t, 16), ty = kb_divi(kb, t, 16);
+    for (int kk = 0; kk < TILE_K; kk++) {
+        LLVMValueRef a[4], bv[4];
+        for (int i = 0; i < 4; i++) {
+            a[i] = kb_sload(kb, As, kb_add(kb, kb_int(kb, kk * TILE + 16 * i), ty));
+            bv[i] = kb_sload(kb, Bs, kb_add(kb, kb_int(kb, kk * TILE + 16 * i), tx));
+        }
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 4; j++)
+                kb_set(kb, acc->v[4 * i + j], kb_fma(kb, a[i], bv[j], kb_get(kb, acc->v[4 * i + j])));
+    }
+}
+
+/* acc += the shared tiles' product (TF32 values, rows of ld floats) on the
+ * tensor cores: per 8 steps of the sum, each warp's 2 x 2 mma's. */
+static void gemm_tile_mma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, int ld, Accumulators *acc) {
+    LLVMValueRef t = kb_tid(kb), warp = kb_divi(kb, t, 32), lane = kb_remi(kb, t, 32);
+    LLVMValueRef wrow = kb_muli(kb, kb_remi(kb, warp, 2), 32), wcol = kb_muli(kb, kb_divi(kb, warp, 2), 16);
+    LLVMValueRef gid = kb_divi(kb, lane, 4), tig = kb_remi(kb, lane, 4);
+    for (int k8 = 0; k8 < TILE_K; k8 += 8) {
+        /* element (k, x) of a tile is at (k8 + tig + k) * ld + x */
+        LLVMValueRef row0 = kb_muli(kb, kb_addi(kb, tig, k8), ld), row4 = kb_muli(kb, kb_addi(kb, tig, k8 + 4), ld);
+        LLVMValueRef a[2][4], bf[2][2];
+        for (int mi = 0; mi < 2; mi++) {
+            LLVMValueRef m = kb_add(kb, wrow, kb_addi(kb, gid, 16 * mi));
+            a[mi][0] = kb_sload(kb, As, kb_add(kb, row0, m));
+            a[mi][1] = kb_sload(kb, As, kb_add(kb, row0, kb_addi(kb, m, 8)));
+            a[mi][2] = kb_sload(kb, As, kb_add(kb, row4, m));
+            a[mi][3] = kb_sload(kb, As, kb_add(kb, row4, kb_addi(kb, m, 8)));
+        }
+        for (int ni = 0; ni < 2; ni++) {
+            LLVMValueRef j = kb_add(kb, wcol, kb_addi(kb, gid, 8 * ni));
+            bf[ni][0] = kb_sload(kb, Bs, kb_add(kb, row0, j));
+            bf[ni][1] = kb_sload(kb, Bs, kb_add(kb, row4, j));
+        }
+        for (int mi = 0; mi < 2; mi++)
+            for (int ni = 0; ni < 2; ni++) {
+                LLVMValueRef c[4];
+                for (int e = 0; e < 4; e++)
+                    c[e] = kb_get(kb, acc->v[8 * mi + 4 * ni + e]);
+                kb_mma_tf32(kb, a[mi], bf[ni], c);
+                for (int e = 0; e < 4; e++)
+                    kb_set(kb, acc->v[8 * mi + 4 * ni + e], c[e]);
+            }
+    }
+}
+
+/* Where thread t's r-th load of a tile goes: (kk, x) of the TILE_K x TILE
+ * tile; kfast: consecutive threads take consecutive kk (the operand is
+ * contiguous along the sum), else consecutive x. */
+static void gemm_tile_spot(LLVMValueRef t, int r, bool kfast, Kb *kb, LLVMValueRef *kk, LLVMValueRef *x) {
+    LLVMValueRef e = kb_addi(kb, t, r * GEMM_THREADS);
+    *kk = kfast ? kb_remi(kb, e, TILE_K) : kb_divi(kb, e, TILE);
+    *x = kfast ? kb_divi(kb, e, TILE_K) : kb_remi(kb, e, TILE);
+}
+
+/* This thread's GEMM_LOADS elements of A and then of B for the tile of
+ * steps [k0, k0 + TILE_K) of the sum, into the variables v (rounded to
+ * TF32 for the tensor cores). */
+static void gemm_load_tile(Kb *kb, const Gemm *g, LLVMValueRef *p, LLVMValueRef grp, LLVMValueRef m0,
+                           LLVMValueRef j0, LLVMValueRef N, LLVMValueRef k0, LLVMValueRef k_end,
+                           bool tf32, LLVMValueRef *v) {
+    LLVMValueRef t = kb_tid(kb);
+    for (int r = 0; r < GEMM_LOADS; r++) {
+        LLVMValueRef kk, mm, jj;
+        gemm_tile_spot(t, r, g->a_kfast, kb, &kk, &mm);
+        LLVMValueRef m = kb_add(kb, m0, mm), k = kb_add(kb, k0, kk);
+        LLVMValueRef va = kb_and(kb, kb_lt(kb, m, kb_int(kb, g->m)), kb_lt(kb, k, k_end));
+        LLVMValueRef av = gemm_a(kb, g, p, grp, m, k, va);
+        kb_set(kb, v[r], tf32 ? kb_tf32(kb, av) : av);
+        gemm_tile_spot(t, r, g->b_kfast, kb, &kk, &jj);
+        LLVMValueRef j = kb_add(kb, j0, jj);
+        k = kb_add(kb, k0, kk);
+        LLVMValueRef vb = kb_and(kb, kb_lt(kb, j, N), kb_lt(kb, k, k_end));
+        LLVMValueRef bv = gemm_b(kb, g, p, grp, k, j, vb);
+        kb_set(kb, v[GEMM_LOADS + r], tf32 ? kb_tf32(kb, bv) : bv);
+    }
+}
+
 /* The tiled product: grid (column tiles, row tiles, groups * splits). */
 static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const Gemm *g) {
     Build b;
@@ -1009,6 +1239,12 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
     slots[ni] = g->splits > 1 ? NV_WORKSPACE : NV_RESULT;
     start(&b, nk, op, tag, g->splits > 1 ? "part" : "", slots, ni + 1, NULL, 0, GEMM_THREADS);
     Kb *kb = b.kb;
+    /* tensor cores: two blocks per multiprocessor (128 registers a thread,
+       which the mma kernels fit without spilling), so that one block's loads
+       and barriers overlap the other's arithmetic: ResNet-18's step 2%
+       faster on an H100.  The FMA kernels would spill, and gain nothing. */
+    if (nk->tf32)
+        kb_min_blocks(kb, 2);
     NvLaunch *l = b.l;
     l->gx_per_n = g->n_pn, l->gx_fixed = g->n_fx, l->gx_div = TILE;
     l->gy = (g->m + TILE - 1) / TILE, l->gz = g->groups * g->splits;
@@ -1021,55 +1257,48 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
     LLVMValueRef chunk = kb_muli(kb, kb_divi(kb, kb_addi(kb, kb_divi(kb, kb_addi(kb, K, g->splits - 1), g->splits), TILE_K - 1), TILE_K), TILE_K);
     LLVMValueRef k_begin = kb_mul(kb, split, chunk), k_end = kb_min(kb, K, kb_add(kb, k_begin, chunk));
     LLVMValueRef m0 = kb_muli(kb, kb_ctaid(kb, 'y'), TILE), j0 = kb_muli(kb, kb_ctaid(kb, 'x'), TILE);
-    LLVMValueRef t = kb_tid(kb), tx = kb_remi(kb, t, 16), ty = kb_divi(kb, t, 16);
-    LLVMValueRef As = kb_shared(kb, TILE_K * TILE), Bs = kb_shared(kb, TILE_K * TILE);
-    LLVMValueRef acc[4][4];
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++)
-            acc[i][j] = kb_var(kb, kb->f32, kb_float(kb, 0));
+    LLVMValueRef t = kb_tid(kb);
+    /* tensor cores read the tiles in 8x8 fragments: rows padded by 8 floats
+       put a warp's 32 reads in 32 banks */
+    int ld = nk->tf32 ? TILE + 8 : TILE;
+    LLVMValueRef As = kb_shared(kb, TILE_K * ld), Bs = kb_shared(kb, TILE_K * ld);
+    Accumulators acc;
+    gemm_acc_init(kb, &acc, nk->tf32);
+    /* Software pipelining: the tile of k0 + TILE_K is loaded into registers
+       while the tile of k0 is multiplied from shared memory, so that the
+       loads' latency hides behind the arithmetic (a load past k_end is
+       none, and gives 0). */
+    LLVMValueRef next[2 * GEMM_LOADS];
+    for (int r = 0; r < 2 * GEMM_LOADS; r++)
+        next[r] = kb_var(kb, kb->f32, kb_float(kb, 0));
+    gemm_load_tile(kb, g, b.p, grp, m0, j0, N, k_begin, k_end, nk->tf32, next);
     LLVMValueRef k0v = kb_for(kb, k_begin, k_end, kb_int(kb, TILE_K));
     LLVMValueRef k0 = kb_get(kb, k0v);
-    for (int r = 0; r < TILE * TILE_K / GEMM_THREADS; r++) {
-        LLVMValueRef e = kb_addi(kb, t, r * GEMM_THREADS);
-        /* A: As[kk][mm] */
-        LLVMValueRef kk = g->a_kfast ? kb_remi(kb, e, TILE_K) : kb_divi(kb, e, TILE);
-        LLVMValueRef mm = g->a_kfast ? kb_divi(kb, e, TILE_K) : kb_remi(kb, e, TILE);
-        LLVMValueRef m = kb_add(kb, m0, mm), k = kb_add(kb, k0, kk);
-        LLVMValueRef va = kb_and(kb, kb_lt(kb, m, kb_int(kb, g->m)), kb_lt(kb, k, k_end));
-        kb_sstore(kb, As, kb_add(kb, kb_muli(kb, kk, TILE), mm), gemm_a(kb, g, b.p, grp, m, k, va));
-        /* B: Bs[kk][jj] */
-        kk = g->b_kfast ? kb_remi(kb, e, TILE_K) : kb_divi(kb, e, TILE);
-        LLVMValueRef jj = g->b_kfast ? kb_divi(kb, e, TILE_K) : kb_remi(kb, e, TILE);
-        LLVMValueRef j = kb_add(kb, j0, jj);
-        k = kb_add(kb, k0, kk);
-        LLVMValueRef vb = kb_and(kb, kb_lt(kb, j, N), kb_lt(kb, k, k_end));
-        kb_sstore(kb, Bs, kb_add(kb, kb_muli(kb, kk, TILE), jj), gemm_b(kb, g, b.p, grp, k, j, vb));
+    for (int r = 0; r < GEMM_LOADS; r++) {
+        LLVMValueRef kk, mm, jj;
+        gemm_tile_spot(t, r, g->a_kfast, kb, &kk, &mm);
+        kb_sstore(kb, As, kb_add(kb, kb_muli(kb, kk, ld), mm), kb_get(kb, next[r]));
+        gemm_tile_spot(t, r, g->b_kfast, kb, &kk, &jj);
+        kb_sstore(kb, Bs, kb_add(kb, kb_muli(kb, kk, ld), jj), kb_get(kb, next[GEMM_LOADS + r]));
     }
     kb_barrier(kb);
-    for (int kk = 0; kk < TILE_K; kk++) {
-        LLVMValueRef a[4], bv[4];
-        for (int i = 0; i < 4; i++) {
-            a[i] = kb_sload(kb, As, kb_add(kb, kb_int(kb, kk * TILE + 16 * i), ty));
-            bv[i] = kb_sload(kb, Bs, kb_add(kb, kb_int(kb, kk * TILE + 16 * i), tx));
-        }
-        for (int i = 0; i < 4; i++)
-            for (int j = 0; j < 4; j++)
-                kb_set(kb, acc[i][j], kb_fma(kb, a[i], bv[j], kb_get(kb, acc[i][j])));
-    }
+    gemm_load_tile(kb, g, b.p, grp, m0, j0, N, kb_addi(kb, k0, TILE_K), k_end, nk->tf32, next);
+    if (nk->tf32)
+        gemm_tile_mma(kb, As, Bs, ld, &acc);
+    else
+        gemm_tile_fma(kb, As, Bs, &acc);
     kb_barrier(kb);
     kb_endfor(kb);
-    for (int i = 0; i < 4; i++)
-        for (int j = 0; j < 4; j++) {
-            LLVMValueRef m = kb_add(kb, m0, kb_addi(kb, ty, 16 * i));
-            LLVMValueRef jn = kb_add(kb, j0, kb_addi(kb, tx, 16 * j));
-            kb_if(kb, kb_and(kb, kb_lt(kb, m, kb_int(kb, g->m)), kb_lt(kb, jn, N)));
-            if (g->splits > 1) /* the part: ws[z][m][j] */
-                kb_store(kb, b.p[ni], kb_add(kb, kb_muli(kb, kb_add(kb, kb_muli(kb, z, g->m), m), g->n_fx), jn),
-                         kb_get(kb, acc[i][j]));
-            else
-                gemm_store(kb, g, b.p, ni, grp, m, jn, kb_get(kb, acc[i][j]));
-            kb_endif(kb);
-        }
+    for (int i = 0; i < 16; i++) {
+        LLVMValueRef m = kb_add(kb, m0, acc.row[i]), jn = kb_add(kb, j0, acc.col[i]);
+        kb_if(kb, kb_and(kb, kb_lt(kb, m, kb_int(kb, g->m)), kb_lt(kb, jn, N)));
+        if (g->splits > 1) /* the part: ws[z][m][j] */
+            kb_store(kb, b.p[ni], kb_add(kb, kb_muli(kb, kb_add(kb, kb_muli(kb, z, g->m), m), g->n_fx), jn),
+                     kb_get(kb, acc.v[i]));
+        else
+            gemm_store(kb, g, b.p, ni, grp, m, jn, kb_get(kb, acc.v[i]));
+        kb_endif(kb);
+    }
     kb_end(kb);
 }
 

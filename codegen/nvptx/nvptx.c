@@ -147,7 +147,7 @@ static bool to_ptx(Gpu *g, const char *arch) {
 }
 
 static bool gpu_init(Gpu *g, DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
-                     const char *arch) {
+                     const DlcEmitOptions *opt) {
     *g = (Gpu){.ctx = ctx, .m = m, .infer = net};
     char train_name[512];
     snprintf(train_name, sizeof train_name, "%s.train", net->name);
@@ -157,9 +157,10 @@ static bool gpu_init(Gpu *g, DlcCtx *ctx, const DlcModule *m, const DlcNetwork *
     g->nk.arena = &g->arena;
     g->nk.ctx = ctx;
     g->nk.multiprocessors = 132; /* an H100's; the split of weight gradients aims at it */
+    g->nk.tf32 = opt->gpu_tf32;
     kb_init(&g->nk.kb, g->llvm, g->mod);
     bool ok = build_kernels(g);
-    return ok && to_ptx(g, arch);
+    return ok && to_ptx(g, opt->gpu_arch);
 }
 
 static void gpu_free(Gpu *g) {
@@ -203,7 +204,7 @@ static bool write_file(DlcCtx *ctx, const char *path, const char *text, size_t l
 
 /* ---- --emit=ptx ---------------------------------------------------------------- */
 
-bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const char *arch, const char *path) {
+bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *path) {
     const DlcNetwork *net = NULL;
     int count = 0;
     for (int i = 0; i < m->nnetworks; i++)
@@ -217,7 +218,7 @@ bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const char *arch, const
         return false;
     }
     Gpu g;
-    bool ok = gpu_init(&g, ctx, m, net, arch);
+    bool ok = gpu_init(&g, ctx, m, net, opt);
     if (ok)
         ok = strcmp(path, "-") == 0 ? fputs(g.ptx, stdout) >= 0 : write_file(ctx, path, g.ptx, strlen(g.ptx));
     gpu_free(&g);
@@ -308,9 +309,10 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
         put(o, "        const unsigned grid[3] = {(unsigned)((items + %lld) / %lld), %lld, %lld};\n",
             (long long)(l->gx_div - 1), (long long)l->gx_div, (long long)l->gy, (long long)l->gz);
         put(o, "        const unsigned block[3] = {%d, 1, 1};\n", l->block);
+        /* what the launch is for, in messages and profiles: "c1.1 (conv2d, kernel train_op0)" */
         const char *name = op->nout ? op->out[0]->name : dlc_op_info(op->kind)->name;
-        put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s\", err)))\n"
-               "            return st;\n    }\n", k, name);
+        put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s (%s, kernel %s)\", err)))\n"
+               "            return st;\n    }\n", k, name, dlc_op_info(op->kind)->name, l->kernel);
     }
     put(o, "    return DLRT_OK;\n}\n");
 }
@@ -490,8 +492,7 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
         "    return DLRT_OK;\n}\n\n"
         "static DlrtStatus upload_batch(%sCuda *net, int64_t n, const float *x, const int32_t *labels, DlrtError *err) {\n"
-        "    memcpy(net->pinned_x, x, sizeof(float) * (size_t)(n * INPUT_SIZE));\n"
-        "    DlrtStatus st = dlrt_cuda_upload(net->cu, net->x, net->pinned_x, sizeof(float) * (size_t)(n * INPUT_SIZE), \"the input batch\", err);\n"
+        "    DlrtStatus st = dlrt_cuda_upload_staged(net->cu, net->x, x, net->pinned_x, sizeof(float) * (size_t)(n * INPUT_SIZE), \"the input batch\", err);\n"
         "    if (!st && labels) {\n"
         "        memcpy(net->pinned_labels, labels, sizeof(int32_t) * (size_t)n);\n"
         "        st = dlrt_cuda_upload(net->cu, net->labels, net->pinned_labels, sizeof(int32_t) * (size_t)n, \"the labels\", err);\n"
@@ -592,7 +593,7 @@ static bool nvptx_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *op
         if (dlc_is_train_network(m->networks[i]->name, NULL))
             continue;
         Gpu g;
-        ok = gpu_init(&g, ctx, m, m->networks[i], opt->gpu_arch) && emit_host(&g, opt, dir);
+        ok = gpu_init(&g, ctx, m, m->networks[i], opt) && emit_host(&g, opt, dir);
         gpu_free(&g);
     }
     return ok;

@@ -42,6 +42,7 @@ typedef struct NvKernels {
     NvLaunch *launches;
     int nlaunches, caplaunches;
     int multiprocessors;           /* the machine the grids are shaped for */
+    bool tf32;                     /* products on the tensor cores, in TF32 (--gpu-math=tf32) */
 } NvKernels;
 
 /* kernels.c: appends op's kernels to the module and their launches to nk
