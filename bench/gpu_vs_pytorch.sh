@@ -10,7 +10,8 @@
 # and ResNet-18 at batch 128 (224x224), the issue's; each for dlc in f32 and in
 # TF32 (tensor cores), against PyTorch at its defaults (cuDNN's convolutions in
 # TF32, its matrix products in f32: the settings are printed).  Peak device memory is what nvidia-smi reports for
-# the process (driver context included, for both), sampled every 0.1 s.
+# the process (driver context included, for both), sampled every 0.1 s in a
+# run of its own (the first repeat's), since the sampling slows the process.
 # Prints one table; needs nvidia-smi and a python3 with torch and torchvision.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,12 +62,14 @@ for c in "lenet5 64 300" "resnet18 128 10"; do
         for v in f32 tf32; do
             prog="$bin/$m" d=/tmp/gpu_d.$$ dm=/tmp/gpu_dm.$$
             [ $v = tf32 ] && prog="$bin/tf32/$m" d=/tmp/gpu_d32.$$ dm=/tmp/gpu_dm32.$$
-            mem=$(peak_mib "$prog" bench --device cuda --mode train --batch "$b" --iters "$it" --warmup 5 --report /tmp/gpu_rep.$$)
-            echo "$mem" >> $dm
+            # memory in the first repeat only, from a run of its own: nvidia-smi's
+            # polling can slow the process it watches
+            [ "$r" = 1 ] && peak_mib "$prog" bench --device cuda --mode train --batch "$b" --iters "$it" --warmup 5 >> $dm
+            "$prog" bench --device cuda --mode train --batch "$b" --iters "$it" --warmup 5 --report /tmp/gpu_rep.$$ > /dev/null
             $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["images_per_second"])' /tmp/gpu_rep.$$ >> $d
         done
-        mem=$(peak_mib $py bench/pytorch_peer.py bench --device cuda --model "$m" --mode train --batch "$b" --iters "$it" --warmup 5)
-        echo "$mem" >> /tmp/gpu_tm.$$
+        [ "$r" = 1 ] && peak_mib $py bench/pytorch_peer.py bench --device cuda --model "$m" --mode train --batch "$b" --iters "$it" --warmup 5 >> /tmp/gpu_tm.$$
+        $py bench/pytorch_peer.py bench --device cuda --model "$m" --mode train --batch "$b" --iters "$it" --warmup 5 > /tmp/gpu_bench_out.$$
         $py -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().strip().splitlines()[-1])["images_per_second"])' /tmp/gpu_bench_out.$$ >> /tmp/gpu_t.$$
     done
     t=$(median < /tmp/gpu_t.$$) tm=$(median < /tmp/gpu_tm.$$)
