@@ -4,18 +4,20 @@
  * Three shapes of kernel cover every op:
  *   - a map: one thread per output element (activations, their gradients,
  *     optimizer updates, pooling and its gradient, LRN, copies);
- *   - a row reduction: one block of ROW_THREADS threads per channel or row,
- *     summing through shared memory in a fixed order (bias gradients,
- *     batch-norm statistics and gradients, losses), so that results do not
- *     depend on timing: no atomics anywhere;
+ *   - a row reduction: one block of ROW_THREADS threads per row (losses)
+ *     or per part of a channel (bias gradients, batch-norm statistics and
+ *     gradients: Parts), summing through shared memory in a fixed order,
+ *     the parts then added in order by a small kernel, so that results do
+ *     not depend on timing: no atomics anywhere;
  *   - a tiled matrix product (gemm_kernel): the dense layers and, as an
  *     implicit GEMM that gathers its operands straight from the tensors,
  *     the convolutions and their two gradients.  Tiles of 64x64 outputs go
- *     through shared memory 16 steps of the sum at a time, each of 256
- *     threads keeping a 4x4 block of outputs in registers.  A product
- *     with few tiles and a long sum (weight gradients) splits the sum
- *     across blocks into scratch memory and adds the parts in a second
- *     kernel, in order.
+ *     through shared memory 16 steps of the sum at a time, the next 16
+ *     loaded while the current ones are multiplied: by 256 threads keeping
+ *     a 4x4 block of outputs each (FMA), or by 8 warps of TF32 mma's on
+ *     the tensor cores (--gpu-math=tf32).  A product with few tiles and a
+ *     long sum (weight gradients) splits the sum across blocks into
+ *     scratch memory and adds the parts in a second kernel, in order.
  *
  * Semantics follow the CPU kernels (runtime/kernels.inc) op for op; exp and
  * log use the GPU's approximate units (a few ulp), sums run in f32. */
