@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "dlrt.h"
+#include "program.h" /* dlrt_clock */
 
 /* The Driver API's types, as cuda.h declares them. */
 typedef int CUresult;                     /* CUDA_SUCCESS or a CUDA_ERROR_* */
@@ -124,12 +124,6 @@ typedef struct Profile {
     double seconds;
     long calls;
 } Profile;
-
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void profile_add(DlrtCuda *cu, const char *what, double seconds) {
     int i = 0;
@@ -585,7 +579,7 @@ DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned gr
         if ((r = cu->api.cuStreamSynchronize(cu->stream)) != CUDA_SUCCESS)
             return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize (DLRT_CUDA_PROFILE=1)",
                              "before", what, err);
-        began = now_seconds();
+        began = dlrt_clock();
     }
     r = cu->api.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2],
                                shared_bytes, cu->stream, args, NULL);
@@ -596,7 +590,7 @@ DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned gr
         return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize (DLRT_CUDA_SYNC=1 or "
                          "DLRT_CUDA_PROFILE=1)", "after", what, err);
     if (cu->profile)
-        profile_add(cu, or_default(what), now_seconds() - began);
+        profile_add(cu, or_default(what), dlrt_clock() - began);
     return DLRT_OK;
 }
 

@@ -9,7 +9,8 @@
  *   check.c     `check`: the GPU's training step against the CPU's
  *
  * Internal to libdlrt: generated code includes dlrt.h only.  These are the
- * only files of the library that print and choose exit statuses; a
+ * only files of the library that print (but for cuda.c's DLRT_CUDA_PROFILE
+ * table, on request, on stderr) and choose exit statuses; a
  * command returns 0 on success, 1 for problems with data, files or
  * training, 2 for bad usage.
  */

@@ -626,6 +626,13 @@ static void begin_parts(Build *b, Parts *p, int64_t c, int64_t hw) {
     p->hi = kb_min(kb, p->cnt, kb_add(kb, p->lo, chunk));
 }
 
+/* Where value k of this block's part goes in scratch memory, with `width`
+ * values per part: parts of a channel side by side, channel after channel
+ * (sum_parts reads them back). */
+static LLVMValueRef part_at(Kb *kb, const Parts *p, int width, int k) {
+    return kb_addi(kb, kb_muli(kb, kb_add(kb, kb_muli(kb, p->ch.ch, p->parts), p->part), width), k);
+}
+
 /* for each of this thread's items of the part: returns the loop counter */
 static LLVMValueRef parts_for(Kb *kb, const Parts *p) {
     return kb_for(kb, kb_add(kb, p->lo, kb_tid(kb)), p->hi, kb_int(kb, ROW_THREADS));
@@ -665,7 +672,7 @@ static void channel_sum(NvKernels *nk, const DlcOp *op, const char *tag) {
     kb_endfor(kb);
     LLVMValueRef total = kb_block_sum(kb, scratch, kb_get(kb, sum), ROW_THREADS);
     kb_if(kb, kb_eq(kb, kb_tid(kb), kb_int(kb, 0)));
-    kb_store(kb, b.p[ws], kb_add(kb, kb_muli(kb, p.ch.ch, p.parts), p.part), total);
+    kb_store(kb, b.p[ws], part_at(kb, &p, 1, 0), total);
     kb_endif(kb);
     kb_end(kb);
 
@@ -674,6 +681,39 @@ static void channel_sum(NvKernels *nk, const DlcOp *op, const char *tag) {
     kb = b.kb;
     LLVMValueRef ch = begin_map(&b, 0, c);
     kb_store(kb, b.p[0], ch, sum_parts(kb, b.p[1], ch, p.parts, 1, 0));
+    end_map(&b);
+}
+
+/* y, a map: batchnorm (inference, from the running statistics), the
+ * batchnorm folded into a conv2d (batchnorm=true: a second kernel of the
+ * conv's over its own result, in place, after the product, which applies
+ * its bias and no ReLU, gemm_of), and from the batch's statistics
+ * batchnorm_normalize and batchnorm_train's last kernel. */
+static void batchnorm_map(NvKernels *nk, const DlcOp *op, const char *tag) {
+    Build b;
+    int k = dlc_op_folded_batchnorm(op);
+    bool train = op->kind == DLC_OP_BATCHNORM_TRAIN;
+    int slots[6] = {0, 1, 2, 3, 4, NV_RESULT};
+    if (k >= 0)
+        memcpy(slots, (int[6]){NV_RESULT, k, k + 1, k + 2, k + 3, NV_RESULT}, sizeof slots);
+    else if (train) /* batchnorm_normalize's (x, mean, invstd, @w, @b) among its inputs and results */
+        memcpy(slots, (int[6]){0, NV_RESULT + 1, NV_RESULT + 2, 1, 2, NV_RESULT}, sizeof slots);
+    start(&b, nk, op, tag, k >= 0 ? "batchnorm" : train ? "normalize" : "", slots, 6, NULL, 0, MAP_THREADS);
+    Kb *kb = b.kb;
+    const DlcValue *x = k >= 0 ? op->out[0] : op->in[0];
+    int64_t c = x->type.dims[0], hw = numel(x) / c;
+    LLVMValueRef i = begin_map(&b, numel(x), 0);
+    LLVMValueRef j = kb_remi(kb, kb_divi(kb, i, hw), c), xv = kb_load(kb, b.p[0], i), y;
+    if (op->kind != DLC_OP_BATCHNORM_NORMALIZE && !train) { /* (x, @w, @b, @running_mean, @running_var) */
+        double eps = attr_f(op, k >= 0 ? "bn_eps" : "eps");
+        LLVMValueRef scale = kb_fdiv(kb, kb_load(kb, b.p[1], j),
+                                     kb_sqrt(kb, kb_fadd(kb, kb_load(kb, b.p[4], j), kb_float(kb, eps))));
+        y = kb_fma(kb, kb_fsub(kb, xv, kb_load(kb, b.p[3], j)), scale, kb_load(kb, b.p[2], j));
+    } else { /* (x, mean, invstd, @w, @b) */
+        LLVMValueRef scale = kb_fmul(kb, kb_load(kb, b.p[2], j), kb_load(kb, b.p[3], j));
+        y = kb_fma(kb, kb_fsub(kb, xv, kb_load(kb, b.p[1], j)), scale, kb_load(kb, b.p[4], j));
+    }
+    kb_store(kb, b.p[5], i, relu_if(kb, dlc_op_fused_relu(op), y));
     end_map(&b);
 }
 
@@ -705,10 +745,9 @@ static void batchnorm_train(NvKernels *nk, const DlcOp *op, const char *tag) {
     kb_endfor(kb);
     LLVMValueRef m2 = kb_block_sum(kb, scratch, kb_get(kb, sq), ROW_THREADS);
     kb_if(kb, kb_eq(kb, kb_tid(kb), kb_int(kb, 0)));
-    LLVMValueRef at = kb_muli(kb, kb_add(kb, kb_muli(kb, p.ch.ch, p.parts), p.part), 3);
-    kb_store(kb, b.p[1], at, kb_itof(kb, items));
-    kb_store(kb, b.p[1], kb_addi(kb, at, 1), mean);
-    kb_store(kb, b.p[1], kb_addi(kb, at, 2), m2);
+    kb_store(kb, b.p[1], part_at(kb, &p, 3, 0), kb_itof(kb, items));
+    kb_store(kb, b.p[1], part_at(kb, &p, 3, 1), mean);
+    kb_store(kb, b.p[1], part_at(kb, &p, 3, 2), m2);
     kb_endif(kb);
     kb_end(kb);
 
@@ -741,45 +780,7 @@ static void batchnorm_train(NvKernels *nk, const DlcOp *op, const char *tag) {
     kb_store(kb, b.p[1], ch, kb_fma(kb, kb_float(kb, 1 - m), kb_load(kb, b.p[1], ch), kb_fmul(kb, kb_float(kb, m), unbiased)));
     end_map(&b);
 
-    /* (x, @w, @b, mean, invstd) -> y */
-    int map_slots[6] = {0, 1, 2, NV_RESULT + 1, NV_RESULT + 2, NV_RESULT};
-    start(&b, nk, op, tag, "normalize", map_slots, 6, NULL, 0, MAP_THREADS);
-    kb = b.kb;
-    i = begin_map(&b, numel(x), 0);
-    ch = kb_remi(kb, kb_divi(kb, i, hw), c);
-    LLVMValueRef scale = kb_fmul(kb, kb_load(kb, b.p[4], ch), kb_load(kb, b.p[1], ch));
-    LLVMValueRef y = kb_fma(kb, kb_fsub(kb, kb_load(kb, b.p[0], i), kb_load(kb, b.p[3], ch)), scale, kb_load(kb, b.p[2], ch));
-    kb_store(kb, b.p[5], i, relu_if(kb, dlc_op_fused_relu(op), y));
-    end_map(&b);
-}
-
-/* batchnorm (inference) and batchnorm_normalize: a map */
-/* batchnorm, batchnorm_normalize, and the batchnorm folded into a conv2d
- * (batchnorm=true), a second kernel of the conv's over its own result, in
- * place, after the product (its bias and no ReLU, gemm_of) */
-static void batchnorm_map(NvKernels *nk, const DlcOp *op, const char *tag) {
-    Build b;
-    int k = dlc_op_folded_batchnorm(op);
-    int slots[6] = {0, 1, 2, 3, 4, NV_RESULT};
-    if (k >= 0)
-        memcpy(slots, (int[6]){NV_RESULT, k, k + 1, k + 2, k + 3, NV_RESULT}, sizeof slots);
-    start(&b, nk, op, tag, k >= 0 ? "batchnorm" : "", slots, 6, NULL, 0, MAP_THREADS);
-    Kb *kb = b.kb;
-    const DlcValue *x = k >= 0 ? op->out[0] : op->in[0];
-    int64_t c = x->type.dims[0], hw = numel(x) / c;
-    LLVMValueRef i = begin_map(&b, numel(x), 0);
-    LLVMValueRef j = kb_remi(kb, kb_divi(kb, i, hw), c), xv = kb_load(kb, b.p[0], i), y;
-    if (op->kind != DLC_OP_BATCHNORM_NORMALIZE) { /* (x, @w, @b, @running_mean, @running_var) */
-        double eps = attr_f(op, k >= 0 ? "bn_eps" : "eps");
-        LLVMValueRef scale = kb_fdiv(kb, kb_load(kb, b.p[1], j),
-                                     kb_sqrt(kb, kb_fadd(kb, kb_load(kb, b.p[4], j), kb_float(kb, eps))));
-        y = kb_fma(kb, kb_fsub(kb, xv, kb_load(kb, b.p[3], j)), scale, kb_load(kb, b.p[2], j));
-    } else { /* (x, mean, invstd, @w, @b) */
-        LLVMValueRef scale = kb_fmul(kb, kb_load(kb, b.p[2], j), kb_load(kb, b.p[3], j));
-        y = kb_fma(kb, kb_fsub(kb, xv, kb_load(kb, b.p[1], j)), scale, kb_load(kb, b.p[4], j));
-    }
-    kb_store(kb, b.p[5], i, relu_if(kb, dlc_op_fused_relu(op), y));
-    end_map(&b);
+    batchnorm_map(nk, op, tag);
 }
 
 /* (dy, x, mean, invstd, @w) -> dx = w invstd (dy - mean(dy) - xhat mean(dy xhat)):
@@ -807,9 +808,8 @@ static void batchnorm_grad_input(NvKernels *nk, const DlcOp *op, const char *tag
     LLVMValueRef tdy = kb_block_sum(kb, scratch, kb_get(kb, sdy), ROW_THREADS);
     LLVMValueRef tdyx = kb_block_sum(kb, scratch, kb_get(kb, sdyx), ROW_THREADS);
     kb_if(kb, kb_eq(kb, kb_tid(kb), kb_int(kb, 0)));
-    LLVMValueRef w = kb_muli(kb, kb_add(kb, kb_muli(kb, p.ch.ch, p.parts), p.part), 2);
-    kb_store(kb, b.p[4], w, tdy);
-    kb_store(kb, b.p[4], kb_addi(kb, w, 1), tdyx);
+    kb_store(kb, b.p[4], part_at(kb, &p, 2, 0), tdy);
+    kb_store(kb, b.p[4], part_at(kb, &p, 2, 1), tdyx);
     kb_endif(kb);
     kb_end(kb);
 
@@ -1122,6 +1122,10 @@ static int gemm_inputs(const Gemm *g) {
 typedef struct Accumulators {
     LLVMValueRef v[16];           /* f32 variables */
     LLVMValueRef row[16], col[16];
+    /* the thread's place, for reading the shared tiles: FMA: (ty, tx) of
+       16 x 16; tensor cores: its warp's first row and column of the tile,
+       and its lane's group (gid) and place in the group (tig) */
+    LLVMValueRef ty, tx, wrow, wcol, gid, tig;
 } Accumulators;
 
 /* The layouts.  FMA: 256 threads as 16 x 16; thread (ty, tx) has rows
@@ -1130,31 +1134,33 @@ typedef struct Accumulators {
  * x 4 (columns), each a 32 x 16 part as 2 x 2 tiles of mma's 16 x 8, in
  * the PTX ISA's accumulator layout (kb.h). */
 static void gemm_acc_init(Kb *kb, Accumulators *acc, bool mma) {
+    *acc = (Accumulators){0};
     for (int i = 0; i < 16; i++)
         acc->v[i] = kb_var(kb, kb->f32, kb_float(kb, 0));
     LLVMValueRef t = kb_tid(kb);
     if (!mma) {
-        LLVMValueRef tx = kb_remi(kb, t, 16), ty = kb_divi(kb, t, 16);
+        acc->tx = kb_remi(kb, t, 16), acc->ty = kb_divi(kb, t, 16);
         for (int i = 0; i < 4; i++)
             for (int j = 0; j < 4; j++)
-                acc->row[4 * i + j] = kb_addi(kb, ty, 16 * i), acc->col[4 * i + j] = kb_addi(kb, tx, 16 * j);
+                acc->row[4 * i + j] = kb_addi(kb, acc->ty, 16 * i), acc->col[4 * i + j] = kb_addi(kb, acc->tx, 16 * j);
         return;
     }
     LLVMValueRef warp = kb_divi(kb, t, 32), lane = kb_remi(kb, t, 32);
-    LLVMValueRef wrow = kb_muli(kb, kb_remi(kb, warp, 2), 32), wcol = kb_muli(kb, kb_divi(kb, warp, 2), 16);
-    LLVMValueRef gid = kb_divi(kb, lane, 4), tig2 = kb_muli(kb, kb_remi(kb, lane, 4), 2);
+    acc->wrow = kb_muli(kb, kb_remi(kb, warp, 2), 32), acc->wcol = kb_muli(kb, kb_divi(kb, warp, 2), 16);
+    acc->gid = kb_divi(kb, lane, 4), acc->tig = kb_remi(kb, lane, 4);
+    LLVMValueRef tig2 = kb_muli(kb, acc->tig, 2);
     for (int mi = 0; mi < 2; mi++)
         for (int ni = 0; ni < 2; ni++)
             for (int c = 0; c < 4; c++) {
                 int i = 8 * mi + 4 * ni + c;
-                acc->row[i] = kb_add(kb, wrow, kb_addi(kb, gid, 16 * mi + 8 * (c / 2)));
-                acc->col[i] = kb_add(kb, wcol, kb_addi(kb, tig2, 8 * ni + c % 2));
+                acc->row[i] = kb_add(kb, acc->wrow, kb_addi(kb, acc->gid, 16 * mi + 8 * (c / 2)));
+                acc->col[i] = kb_add(kb, acc->wcol, kb_addi(kb, tig2, 8 * ni + c % 2));
             }
 }
 
 /* acc += the shared tiles' product, with FMA: As[k][m], Bs[k][j], rows of TILE. */
 static void gemm_tile_fma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, Accumulators *acc) {
-    LLVMValueRef t = kb_tid(kb), tx = kb_remi(kb, t, 16), ty = kb_divi(kb, t, 16);
+    LLVMValueRef tx = acc->tx, ty = acc->ty;
     for (int kk = 0; kk < TILE_K; kk++) {
         LLVMValueRef a[4], bv[4];
         for (int i = 0; i < 4; i++) {
@@ -1170,9 +1176,7 @@ static void gemm_tile_fma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, Accumulators
 /* acc += the shared tiles' product (TF32 values, rows of ld floats) on the
  * tensor cores: per 8 steps of the sum, each warp's 2 x 2 mma's. */
 static void gemm_tile_mma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, int ld, Accumulators *acc) {
-    LLVMValueRef t = kb_tid(kb), warp = kb_divi(kb, t, 32), lane = kb_remi(kb, t, 32);
-    LLVMValueRef wrow = kb_muli(kb, kb_remi(kb, warp, 2), 32), wcol = kb_muli(kb, kb_divi(kb, warp, 2), 16);
-    LLVMValueRef gid = kb_divi(kb, lane, 4), tig = kb_remi(kb, lane, 4);
+    LLVMValueRef wrow = acc->wrow, wcol = acc->wcol, gid = acc->gid, tig = acc->tig;
     for (int k8 = 0; k8 < TILE_K; k8 += 8) {
         /* element (k, x) of a tile is at (k8 + tig + k) * ld + x */
         LLVMValueRef row0 = kb_muli(kb, kb_addi(kb, tig, k8), ld), row4 = kb_muli(kb, kb_addi(kb, tig, k8 + 4), ld);
