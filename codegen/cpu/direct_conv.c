@@ -150,12 +150,21 @@ static void put_prologue(Out *o, const Geometry *g, const char *real) {
         real, (long long)g->bytes, real, (long long)g->bytes, real);
 }
 
-/* The parallel region over the samples (one worker where the generated
- * code is compiled without OpenMP); the body continues with the worker's
- * samples s in [s0, s1) and its slice `mine`. */
-static void put_workers(Out *o, const char *real, const char *macs) {
+/* The parallel region (one worker where the generated code is compiled
+ * without OpenMP).  Its items are the samples, statically split among the
+ * workers; with `units` (a C expression: the rows or position blocks of
+ * one sample's result) a batch of fewer samples than workers (inference at
+ * batch 1) splits each sample into ceil(t / n) parts of its units.  A part
+ * computes the same blocks in the same order as a whole sample does, so a
+ * worker count always gives the same bits.  Each worker's slice `mine` is
+ * zeroed for its first `zero` elements, then for each of its items the
+ * body continues with the sample s, whose operand `source` is copied into
+ * the interior of the padded planes at the start of `mine` (xp), and, with
+ * units, the part's units [u0, u1). */
+static void put_workers(Out *o, const char *real, const char *macs, const char *units,
+                        const char *source, const char *zero) {
     put(o, "#ifdef _OPENMP\n"
-           "    int t = dlrt_workers(threads, n, n * (int64_t)%s);\n"
+           "    int t = dlrt_workers(threads, n * (int64_t)(%s), n * (int64_t)%s);\n"
            "#pragma omp parallel num_threads(t) if (t > 1)\n"
            "#else /* compiled without OpenMP: one worker */\n"
            "    int t = 1;\n"
@@ -163,19 +172,28 @@ static void put_workers(Out *o, const char *real, const char *macs) {
            "#endif\n"
            "    {\n"
            "        int me = dlrt_worker();\n"
-           "        int64_t s0 = n * me / t, s1 = n * (me + 1) / t;\n"
            "        %s *mine = work + SHARED + (int64_t)me * SLICE;\n",
-        macs, real);
-}
-
-/* Copies sample s of the source operand `x` into the interior of xp (its
- * padding stays 0). */
-static void put_copy_source(Out *o, const char *x) {
+        units ? units : "1", macs, real);
+    if (units)
+        put(o, "        /* parts per sample: 1, or more when the samples are fewer than the workers\n"
+               "           (t <= n * units, so a part has a unit at least) */\n"
+               "        int64_t parts = n >= t ? 1 : (t + n - 1) / n;\n"
+               "        int64_t first = n * parts * me / t, end = n * parts * (me + 1) / t;\n");
+    else
+        put(o, "        int64_t first = n * me / t, end = n * (me + 1) / t, parts = 1;\n");
+    put(o, "        memset(mine, 0, sizeof *mine * %s);\n"
+           "        for (int64_t item = first; item < end; item++) {\n"
+           "            int64_t s = item / parts;\n",
+        zero);
+    if (units)
+        put(o, "            int u0 = (int)((%s) * (item %% parts) / parts);\n"
+               "            int u1 = (int)((%s) * (item %% parts + 1) / parts);\n",
+            units, units);
     put(o, "            for (int c = 0; c < CI; c++)\n"
            "                for (int iy = 0; iy < H; iy++)\n"
-           "                    memcpy(xp + c * XPS + (iy + PH) * WP + PW,\n"
-           "                           %s + (s * CI + c) * (H * W) + iy * W, sizeof *xp * W);\n",
-        x);
+           "                    memcpy(mine + c * XPS + (iy + PH) * WP + PW,\n"
+           "                           %s + (s * CI + c) * (H * W) + iy * W, sizeof *mine * W);\n",
+        source);
 }
 
 /* The epilogue of a result element v of filter f, as two C fragments:
@@ -203,16 +221,15 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const char *real) 
            "    for (int f = 0; f < CO; f++)\n"
            "        for (int k = 0; k < K; k++)\n"
            "            wt[k * CO + f] = a1[f * K + k];\n", real);
-    put_workers(o, real, "(CO * K * OH * OW)");
-    put(o, "        %s *xp = mine;\n"
-           "        memset(xp, 0, sizeof *xp * CI * XPS);\n"
-           "        for (int64_t s = s0; s < s1; s++) {\n", real);
-    put_copy_source(o, "a0");
+    put_workers(o, real, "(CO * K * OH * OW)", "(PT / PB)", "a0", "CI * XPS");
     Epilogue e = epilogue(op);
-    put(o, "            for (int p0 = 0; p0 < P; p0 += PB) {\n"
+    put(o, "            const %s *xp = mine;\n"
+           "            for (int p0 = 0; p0 < P; p0 += PB) {\n"
+           "                if (p0 < u0 * PB || p0 >= u1 * PB)\n"
+           "                    continue; /* another part's blocks */\n"
            "                /* each position's place in the padded plane; those past P\n"
-           "                   repeat the last one and are not stored */\n"
-           "                int at[PB];\n"
+           "                   repeat the last one and are not stored */\n", real);
+    put(o, "                int at[PB];\n"
            "                for (int j = 0; j < PB; j++) {\n"
            "                    int p = p0 + j < P ? p0 + j : P - 1;\n"
            "                    at[j] = p / OW * WP + p %% OW;\n"
@@ -266,14 +283,16 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
             real);
     } else
         put(o, "    const %s *restrict wk = a1;\n", real);
-    put_workers(o, real, "(CO * K * OH * OW)");
-    put(o, "        %s *xp = mine, *yp = mine + CI * XPS;\n"
-           "        memset(xp, 0, sizeof *xp * CI * XPS);\n"
-           "        for (int64_t s = s0; s < s1; s++) {\n", real);
-    put_copy_source(o, "a0");
-    put(o, "            for (int f0 = 0; f0 < CO; f0 += FB)\n"
+    put_workers(o, real, "(CO * K * OH * OW)", "OH", "a0", "CI * XPS");
+    put(o, "            const %s *xp = mine;\n"
+           "            %s *yp = mine + CI * XPS;\n"
+           "            for (int f0 = 0; f0 < CO; f0 += FB)\n"
            "                for (int p0 = 0; p0 < PT; p0 += PB) {\n"
-           "                    vec acc[FB][PB / L];\n"
+           "                    /* the blocks that hold the part's rows [u0, u1) of the padded\n"
+           "                       width (constant bounds: GCC's code is a third faster) */\n"
+           "                    if (p0 + PB <= u0 * WP || p0 >= u1 * WP)\n"
+           "                        continue;\n", real, real);
+    put(o, "                    vec acc[FB][PB / L];\n"
            "                    for (int i = 0; i < FB; i++)\n"
            "                        for (int j = 0; j < PB / L; j++)\n"
            "                            acc[i][j] = (vec){0};\n"
@@ -299,7 +318,7 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
     /* the epilogue: the output's columns of the padded width */
     Epilogue e = epilogue(op);
     put(o, "            for (int f = 0; f < CO; f++)\n"
-           "                for (int oy = 0; oy < OH; oy++) {\n"
+           "                for (int oy = u0; oy < u1; oy++) {\n"
            "                    const %s *src = yp + f * PT + oy * WP;\n"
            "                    %s *dst = r0 + (s * CO + f) * (OH * OW) + oy * OW;\n"
            "                    for (int ox = 0; ox < OW; ox++) {\n"
@@ -314,11 +333,9 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
 
 /* conv2d_grad_weight: dw from dy (a0) and x (a1). */
 static void put_weight_gradient(Out *o, const char *real) {
-    put_workers(o, real, "(CO * K * OH * OW)");
-    put(o, "        %s *xp = mine, *dyp = xp + CI * XPS, *part = dyp + CO * PT;\n"
-           "        memset(mine, 0, sizeof *mine * SLICE);\n"
-           "        for (int64_t s = s0; s < s1; s++) {\n", real);
-    put_copy_source(o, "a1");
+    put_workers(o, real, "(CO * K * OH * OW)", NULL, "a1", "SLICE");
+    put(o, "            const %s *xp = mine;\n"
+           "            %s *dyp = mine + CI * XPS, *part = dyp + CO * PT;\n", real, real);
     put(o, "            for (int f = 0; f < CO; f++)\n"
            "                for (int oy = 0; oy < OH; oy++)\n"
            "                    memcpy(dyp + f * PT + oy * WP, a0 + (s * CO + f) * (OH * OW) + oy * OW,\n"

@@ -152,6 +152,13 @@ def main():
     got = torch.from_numpy(__import__("numpy").fromfile(out, dtype="float32")).reshape(n, 10)
     want = forward({k: v.double() for k, v in params.items()}, x.double()).float()
     check("forward logits", rel(got, want))
+    # fewer samples than threads: the convolutions split each sample among
+    # the workers (3 threads: batch 1 in 3 parts, batch 2 in 2 parts each)
+    for few in (1, 2):
+        subprocess.run([harness, "forward", weights, os.path.join(work, "x.bin"), str(few), out],
+                       check=True, env={**os.environ, "OMP_NUM_THREADS": "3"})
+        got = torch.from_numpy(__import__("numpy").fromfile(out, dtype="float32")).reshape(few, 10)
+        check(f"forward logits at batch {few} on 3 threads", rel(got, want[:few]))
 
     result = os.path.join(work, "trained.safetensors")
     run = subprocess.run([harness, "train", weights, os.path.join(work, "x.bin"),
