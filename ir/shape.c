@@ -193,7 +193,7 @@ static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
  * register block's rows must divide the result's channels `rows`, and its
  * columns be whole registers (or, for the weight gradient, the kernel's
  * width); with filter_lanes, the rows are whole registers and the columns
- * any number of positions. */
+ * any number of positions (for the weight gradient, the kernel's width). */
 static bool check_tile(DlcInfer *inf, int64_t rows) {
     int64_t v = A("vector").i;
     const int64_t *t = A("tile").pair, *k = A("kernel").pair, *s = A("stride").pair,
@@ -216,6 +216,8 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
         if (t[0] % (v / 4) || t[1] < 1)
             why = "with filter_lanes the tile's rows must be a multiple of the floats in a "
                   "register, and its columns positive";
+        else if (inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT && t[1] != k[1])
+            why = "the tile's columns must be the kernel's width";
     } else if (inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT ? t[1] != k[1]
                                                     : t[1] < 1 || t[1] % (v / 4))
         why = inf->kind == DLC_OP_CONV2D_GRAD_WEIGHT

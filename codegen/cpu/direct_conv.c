@@ -91,7 +91,7 @@ typedef struct Geometry {
                                          the block; a padded source plane with slack */
     int64_t fb, pb, lanes, bytes;     /* the register block; elements and bytes of a
                                          register */
-    bool filter_lanes;                /* the block's lanes are filters (conv2d) */
+    bool filter_lanes;                /* the block's lanes are filters */
     int64_t shared, slice;            /* scratch: once, and per worker */
 } Geometry;
 
@@ -109,7 +109,14 @@ static Geometry geometry(const DlcOp *op, const char *real) {
     g.p = g.oh * g.wp;
     int lanes_at = dlc_op_attr_index(op->kind, "filter_lanes");
     g.filter_lanes = lanes_at >= 0 && op->attrs[lanes_at].b;
-    if (g.filter_lanes) {
+    if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT) {
+        g.p = g.oh * g.ow;
+        g.pb = tile[1]; /* the kernel's width */
+        g.pt = g.p;
+        g.xps = round_up(g.hp * g.wp, 16);
+        g.slice = round_up(g.ci * g.xps + g.p * g.co + g.k * g.co, 16); /* xp, dyt, part */
+        g.shared = 0;
+    } else if (g.filter_lanes) {
         g.p = g.oh * g.ow;
         g.pb = tile[1];
         g.pt = round_up(g.p, g.pb);
@@ -384,6 +391,53 @@ static void put_weight_gradient(Out *o, const char *real) {
            "    }\n", real, real, real);
 }
 
+/* conv2d_grad_weight with filter_lanes: dw from dy (a0) and x (a1), the
+ * filters in the lanes. */
+static void put_filter_lanes_weight_gradient(Out *o, const char *real) {
+    put_workers(o, real, "(CO * K * OH * OW)", NULL, "a1", "SLICE");
+    put(o, "            const %s *xp = mine;\n"
+           "            /* dy with the filters innermost, and the worker's sums part[k][f] */\n"
+           "            %s *dyt = mine + CI * XPS, *part = dyt + P * CO;\n"
+           "            for (int f = 0; f < CO; f++)\n"
+           "                for (int p = 0; p < P; p++)\n"
+           "                    dyt[p * CO + f] = a0[(s * CO + f) * P + p];\n"
+           "            for (int f0 = 0; f0 < CO; f0 += FB)\n"
+           "                for (int c = 0; c < CI; c++)\n"
+           "                    for (int ki = 0; ki < KH; ki++) {\n"
+           "                        vec acc[KW][FB / L];\n"
+           "                        for (int kj = 0; kj < KW; kj++)\n"
+           "                            for (int i = 0; i < FB / L; i++)\n"
+           "                                acc[kj][i] = (vec){0};\n"
+           "                        const %s *src = xp + c * XPS + ki * DH * WP;\n"
+           "                        for (int oy = 0; oy < OH; oy++)\n"
+           "                            for (int ox = 0; ox < OW; ox++) {\n"
+           "                                const %s *g = dyt + (oy * OW + ox) * CO + f0;\n"
+           "                                vec gv[FB / L];\n"
+           "                                for (int i = 0; i < FB / L; i++)\n"
+           "                                    gv[i] = *(const vecu *)(g + i * L);\n"
+           "                                for (int kj = 0; kj < KW; kj++) {\n"
+           "                                    %s xv = src[oy * WP + ox + kj * DW];\n"
+           "                                    for (int i = 0; i < FB / L; i++)\n"
+           "                                        acc[kj][i] += xv * gv[i];\n"
+           "                                }\n"
+           "                            }\n"
+           "                        for (int kj = 0; kj < KW; kj++)\n"
+           "                            for (int i = 0; i < FB / L; i++)\n"
+           "                                *(vecu *)(part + ((c * KH + ki) * KW + kj) * CO + f0 + i * L) +=\n"
+           "                                    acc[kj][i];\n"
+           "                    }\n"
+           "        }\n"
+           "    }\n"
+           "    /* the workers' sums, in worker order, back to [f][k] */\n"
+           "    for (int f = 0; f < CO; f++)\n"
+           "        for (int k = 0; k < K; k++) {\n"
+           "            %s sum = work[SHARED + CI * XPS + P * CO + k * CO + f];\n"
+           "            for (int j = 1; j < t; j++)\n"
+           "                sum += work[SHARED + (int64_t)j * SLICE + CI * XPS + P * CO + k * CO + f];\n"
+           "            r0[f * K + k] = sum;\n"
+           "        }\n", real, real, real, real, real, real);
+}
+
 void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
     if (begin)
         put(o, "#if defined(__GNUC__) && !defined(__clang__)\n"
@@ -399,7 +453,9 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
 void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real) {
     Geometry g = geometry(op, real);
     put_prologue(o, &g, real);
-    if (g.filter_lanes)
+    if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
+        put_filter_lanes_weight_gradient(o, real);
+    else if (g.filter_lanes)
         put_filter_lanes_product(o, op, real);
     else if (op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         put_weight_gradient(o, real);
