@@ -345,6 +345,21 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
         real, real, real, e.add, e.store);
 }
 
+/* After a weight gradient's parallel region: dw[f][k] is the sum of the
+ * workers' partial sums, added in worker order; `at` is the offset of
+ * (f, k)'s partial sum in a worker's slice, a C expression of f and k. */
+static void put_worker_sums(Out *o, const char *real, const char *at) {
+    put(o, "    /* the workers' sums, in worker order */\n"
+           "    for (int f = 0; f < CO; f++)\n"
+           "        for (int k = 0; k < K; k++) {\n"
+           "            %s sum = work[SHARED + %s];\n"
+           "            for (int j = 1; j < t; j++)\n"
+           "                sum += work[SHARED + (int64_t)j * SLICE + %s];\n"
+           "            r0[f * K + k] = sum;\n"
+           "        }\n",
+        real, at, at);
+}
+
 /* conv2d_grad_weight: dw from dy (a0) and x (a1). */
 static void put_weight_gradient(Out *o, const char *real) {
     put_workers(o, real, "(CO * K * OH * OW)", NULL, "a1", "SLICE");
@@ -381,14 +396,8 @@ static void put_weight_gradient(Out *o, const char *real) {
            "                            }\n"
            "                    }\n"
            "        }\n"
-           "    }\n"
-           "    /* the workers' sums, in worker order */\n"
-           "    for (int i = 0; i < CO * K; i++) {\n"
-           "        %s sum = work[SHARED + CI * XPS + CO * PT + i];\n"
-           "        for (int j = 1; j < t; j++)\n"
-           "            sum += work[SHARED + (int64_t)j * SLICE + CI * XPS + CO * PT + i];\n"
-           "        r0[i] = sum;\n"
-           "    }\n", real, real, real);
+           "    }\n", real, real);
+    put_worker_sums(o, real, "CI * XPS + CO * PT + f * K + k");
 }
 
 /* conv2d_grad_weight with filter_lanes: dw from dy (a0) and x (a1), the
@@ -427,15 +436,8 @@ static void put_filter_lanes_weight_gradient(Out *o, const char *real) {
            "                                    acc[kj][i];\n"
            "                    }\n"
            "        }\n"
-           "    }\n"
-           "    /* the workers' sums, in worker order, back to [f][k] */\n"
-           "    for (int f = 0; f < CO; f++)\n"
-           "        for (int k = 0; k < K; k++) {\n"
-           "            %s sum = work[SHARED + CI * XPS + P * CO + k * CO + f];\n"
-           "            for (int j = 1; j < t; j++)\n"
-           "                sum += work[SHARED + (int64_t)j * SLICE + CI * XPS + P * CO + k * CO + f];\n"
-           "            r0[f * K + k] = sum;\n"
-           "        }\n", real, real, real, real, real, real);
+           "    }\n", real, real, real, real, real);
+    put_worker_sums(o, real, "CI * XPS + P * CO + k * CO + f"); /* back to [f][k] */
 }
 
 void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
