@@ -808,6 +808,11 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     /*                      n  c  h  w  kh kw sh sw ph pw ceil */
     test_pool_case(t, rng, 1, 1, 4, 4, 2, 2, 2, 2, 0, 0, false);
     test_pool_case(t, rng, 2, 3, 8, 6, 2, 2, 2, 2, 0, 0, false);
+    /* 2x2 tiling planes in runs of row pairs across planes (120 pairs of 28
+     * columns: 7 runs of 18 pairs, the last short), and rows too wide for a
+     * run (the general loop) */
+    test_pool_case(t, rng, 2, 6, 20, 28, 2, 2, 2, 2, 0, 0, false);
+    test_pool_case(t, rng, 1, 1, 4, 516, 2, 2, 2, 2, 0, 0, false);
     test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, false);
     test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, true);
     test_pool_case(t, rng, 1, 2, 6, 5, 3, 2, 2, 1, 1, 0, true);
@@ -843,6 +848,12 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     p.relu_grad = false;
     dlrt_maxpool_backward(&p, 1, dy, xn, dx);
     CHECK(t, dx[0] == 0 && dx[5] == 10 && dx[2] == 20);
+    /* a NaN in one plane of a batch: the other planes' gradients as without */
+    float x2[32], dy2[8], dx2[32];
+    memcpy(x2, x, sizeof x), memcpy(x2 + 16, xn, sizeof xn);
+    memcpy(dy2, dy, sizeof dy), memcpy(dy2 + 4, dy, sizeof dy);
+    dlrt_maxpool_backward(&p, 2, dy2, x2, dx2);
+    CHECK(t, memcmp(dx2, want, sizeof want) == 0 && dx2[16] == 0 && dx2[21] == 10);
 }
 
 /* ------------------------------------------------------------------------ */
