@@ -175,10 +175,37 @@ static ConvSplit conv_split(const DlrtConv *cv, int threads, int64_t n) {
     return (ConvSplit){1, t};
 }
 
-/* A convolution worker's slice of the workspace: an im2col buffer, then a
- * copy of dw for the backward weight kernel to sum its samples into. */
+/* Whether the input gradient takes the product over padded rows
+ * (conv_backward_input_sample): stride 1, where each output row, shifted by
+ * a tap, lies inside a row of the padded input, and few filters.  The
+ * padded product computes wp - ow more columns per row, fg multiply-adds
+ * each, at about 16 a cycle; it saves col2im's short rows, about a cycle
+ * per element of its matrix (LeNet-5's second convolution: 10-wide rows,
+ * 16 filters, padded to 14; 3.3 times as fast for the gradient). */
+static bool conv_padded_input_gradient(const DlrtConv *cv) {
+    int64_t wp = cv->w + 2 * cv->pw, hp = cv->h + 2 * cv->ph;
+    return cv->sh == 1 && cv->sw == 1 && !conv_is_pointwise(cv) &&
+           cv->ow + cv->dw * (cv->kw - 1) == wp && cv->oh + cv->dh * (cv->kh - 1) == hp &&
+           cv->f / cv->groups * (wp - cv->ow) <= 16 * cv->ow;
+}
+
+/* The scratch floats of the padded input gradient: the product (k rows of
+ * oh * wp), dy with its rows padded to wp, and, with padding, the padded
+ * input gradient before it is cropped. */
+static int64_t conv_padded_scratch(const DlrtConv *cv) {
+    int64_t wp = cv->w + 2 * cv->pw, hp = cv->h + 2 * cv->ph, cg = cv->c / cv->groups;
+    int64_t span = cv->oh * wp, k = cg * cv->kh * cv->kw;
+    return (k + cv->f / cv->groups) * span + (cv->ph || cv->pw ? cg * hp * wp : 0);
+}
+
+/* A convolution worker's slice of the workspace: an im2col buffer (or the
+ * padded input gradient's scratch, if larger), then a copy of dw for the
+ * backward weight kernel to sum its samples into. */
 static int64_t conv_slice(const DlrtConv *cv) {
-    return cv->c / cv->groups * cv->kh * cv->kw * cv->oh * cv->ow + conv_weights(cv);
+    int64_t cols = cv->c / cv->groups * cv->kh * cv->kw * cv->oh * cv->ow;
+    if (conv_padded_input_gradient(cv) && conv_padded_scratch(cv) > cols)
+        cols = conv_padded_scratch(cv);
+    return cols + conv_weights(cv);
 }
 
 int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads) {
