@@ -193,14 +193,18 @@ static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
  * register block's rows must divide the result's channels `rows`, and its
  * columns be whole registers (or, for the weight gradient, the kernel's
  * width); with filter_lanes, the rows are whole registers and the columns
- * any number of positions (for the weight gradient, the kernel's width). */
+ * any number of positions (for the weight gradient, the kernel's width).
+ * An input gradient with scatter has the same rules: its rows are channels
+ * of the input gradient, its columns positions of dy. */
 static bool check_tile(DlcInfer *inf, int64_t rows) {
     int64_t v = A("vector").i;
     const int64_t *t = A("tile").pair, *k = A("kernel").pair, *s = A("stride").pair,
                   *p = A("pad").pair, *d = A("dilation").pair;
     int lanes_at = dlc_op_attr_index(inf->kind, "filter_lanes");
     bool lanes = lanes_at >= 0 && inf->attrs[lanes_at].b;
-    if (v == 0 && t[0] == 0 && t[1] == 0 && !lanes)
+    int scatter_at = dlc_op_attr_index(inf->kind, "scatter");
+    bool scatter = scatter_at >= 0 && inf->attrs[scatter_at].b;
+    if (v == 0 && t[0] == 0 && t[1] == 0 && !lanes && !scatter)
         return true;
     const char *why = NULL;
     if (v != 16 && v != 32 && v != 64)
@@ -618,7 +622,7 @@ static bool forward_gives(DlcInfer *inf, DlcOpKind kind, const DlcType *x,
         /* the tile is the gradient's own (check_tile), not the forward's */
         const char *name = fwd->attrs[i].name;
         bool own = strcmp(name, "tile") == 0 || strcmp(name, "vector") == 0 ||
-                   strcmp(name, "filter_lanes") == 0;
+                   strcmp(name, "filter_lanes") == 0 || strcmp(name, "scatter") == 0;
         if (j >= 0 && !own)
             attrs[i] = inf->attrs[j];
     }

@@ -31,6 +31,21 @@
  *   - conv2d_grad_input: the same product over dy, padded by the dilated
  *     kernel less the forward padding, with the weights flipped and their
  *     two channel axes swapped (a copy made once per call).
+ *   - conv2d_grad_input with scatter: the transposed product, which
+ *     multiplies no padding rows.  With dy's rows copied into the forward's
+ *     padded width WP (zeros in the last (KW-1)*DW columns), position q of
+ *     dy adds w[f, c, ki, kj] * dy[f, q] to the padded input gradient at q
+ *     + ki*DH*WP + kj*DW, so
+ *
+ *       dxp[c, q + shift(ki, kj)] += sum over f of w[f, c, ki, kj] * dyp[f, q].
+ *
+ *     The block is FB channels of one tap by PB positions: the sum over
+ *     the filters in registers (a register of dy and FB broadcast weights
+ *     per filter), then added into the padded gradient, which the worker
+ *     keeps in L1 and crops into dx at the end of the sample.  The zero
+ *     columns run on into the next row's padding or are cropped away.
+ *     LeNet-5's second convolution, whose gradient over dy padded by 4 on
+ *     each side is 2.6 times its multiply-adds, takes this form.
  *   - conv2d_grad_weight: dw[f, (c, ki, kj)] sums dy[f, p] * xp[c, p +
  *     shift] over p, dy copied into the padded width with zeros in the
  *     dropped columns; a block of FB filters by the KW taps of a kernel
@@ -92,6 +107,11 @@ typedef struct Geometry {
     int64_t fb, pb, lanes, bytes;     /* the register block; elements and bytes of a
                                          register */
     bool filter_lanes;                /* the block's lanes are filters */
+    bool scatter;                     /* an input gradient's transposed product; then
+                                         CI, H, W are dy's, CO, OH, OW dx's, PH, PW
+                                         the forward's padding, K = CO * KH * KW
+                                         (a filter's weights), P = H * WP, XPS a
+                                         padded dx plane with slack */
     int64_t shared, slice;            /* scratch: once, and per worker */
 } Geometry;
 
@@ -109,7 +129,20 @@ static Geometry geometry(const DlcOp *op, const char *real) {
     g.p = g.oh * g.wp;
     int lanes_at = dlc_op_attr_index(op->kind, "filter_lanes");
     g.filter_lanes = lanes_at >= 0 && op->attrs[lanes_at].b;
-    if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT) {
+    int scatter_at = dlc_op_attr_index(op->kind, "scatter");
+    g.scatter = scatter_at >= 0 && op->attrs[scatter_at].b;
+    if (g.scatter) {
+        const int64_t *pad = pair(op, "pad");
+        g.ph = pad[0], g.pw = pad[1];
+        g.hp = g.oh + 2 * g.ph, g.wp = g.ow + 2 * g.pw, g.k = g.co * g.kh * g.kw;
+        g.p = g.h * g.wp;
+        g.pb = tile[1];
+        g.pt = round_up(g.p, g.pb);
+        /* a tap's block writes up to pt - 1 + its shift */
+        g.xps = round_up(g.pt + (g.kh - 1) * g.dh * g.wp + (g.kw - 1) * g.dw, 16);
+        g.slice = round_up(g.ci * g.pt + g.co * g.xps, 16); /* dyp, dxp */
+        g.shared = 0;
+    } else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT) {
         g.p = g.oh * g.ow;
         g.pb = tile[1]; /* the kernel's width */
         g.pt = g.p;
@@ -172,9 +205,9 @@ static void put_prologue(Out *o, const Geometry *g, const char *real) {
  * computes the same blocks in the same order as a whole sample does, so a
  * worker count always gives the same bits.  Each worker's slice `mine` is
  * zeroed for its first `zero` elements, then for each of its items the
- * body continues with the sample s, whose operand `source` is copied into
- * the interior of the padded planes at the start of `mine` (xp), and, with
- * units, the part's units [u0, u1). */
+ * body continues with the sample s, whose operand `source` (unless NULL) is
+ * copied into the interior of the padded planes at the start of `mine`
+ * (xp), and, with units, the part's units [u0, u1). */
 static void put_workers(Out *o, const char *real, const char *macs, const char *units,
                         const char *source, const char *zero) {
     put(o, "#ifdef _OPENMP\n"
@@ -203,11 +236,12 @@ static void put_workers(Out *o, const char *real, const char *macs, const char *
         put(o, "            int u0 = (int)((%s) * (item %% parts) / parts);\n"
                "            int u1 = (int)((%s) * (item %% parts + 1) / parts);\n",
             units, units);
-    put(o, "            for (int c = 0; c < CI; c++)\n"
-           "                for (int iy = 0; iy < H; iy++)\n"
-           "                    memcpy(mine + c * XPS + (iy + PH) * WP + PW,\n"
-           "                           %s + (s * CI + c) * (H * W) + iy * W, sizeof *mine * W);\n",
-        source);
+    if (source)
+        put(o, "            for (int c = 0; c < CI; c++)\n"
+               "                for (int iy = 0; iy < H; iy++)\n"
+               "                    memcpy(mine + c * XPS + (iy + PH) * WP + PW,\n"
+               "                           %s + (s * CI + c) * (H * W) + iy * W, sizeof *mine * W);\n",
+            source);
 }
 
 /* The epilogue of a result element v of filter f, as two C fragments:
@@ -440,6 +474,50 @@ static void put_filter_lanes_weight_gradient(Out *o, const char *real) {
     put_worker_sums(o, real, "CI * XPS + P * CO + k * CO + f"); /* back to [f][k] */
 }
 
+/* conv2d_grad_input with scatter: dx from dy (a0) and w (a1). */
+static void put_scatter_product(Out *o, const char *real) {
+    put_workers(o, real, "(CI * K * H * W)", NULL, NULL, "CI * PT");
+    put(o, "            /* dy's rows in the padded width (the rest stays zero), and the\n"
+           "               padded input gradient */\n"
+           "            %s *dyp = mine, *dxp = mine + CI * PT;\n"
+           "            for (int f = 0; f < CI; f++)\n"
+           "                for (int iy = 0; iy < H; iy++)\n"
+           "                    memcpy(dyp + f * PT + iy * WP, a0 + (s * CI + f) * (H * W) + iy * W,\n"
+           "                           sizeof *dyp * W);\n"
+           "            memset(dxp, 0, sizeof *dxp * CO * XPS);\n"
+           "            for (int p0 = 0; p0 < PT; p0 += PB)\n"
+           "                for (int ki = 0; ki < KH; ki++)\n"
+           "                    for (int kj = 0; kj < KW; kj++)\n"
+           "                        for (int c0 = 0; c0 < CO; c0 += FB) {\n"
+           "                            vec acc[FB][PB / L];\n"
+           "                            for (int i = 0; i < FB; i++)\n"
+           "                                for (int j = 0; j < PB / L; j++)\n"
+           "                                    acc[i][j] = (vec){0};\n"
+           "                            const %s *wt = a1 + (c0 * KH + ki) * KW + kj;\n"
+           "                            for (int f = 0; f < CI; f++) {\n"
+           "                                vec dv[PB / L];\n"
+           "                                for (int j = 0; j < PB / L; j++)\n"
+           "                                    dv[j] = *(const vecu *)(dyp + f * PT + p0 + j * L);\n"
+           "                                for (int i = 0; i < FB; i++) {\n"
+           "                                    %s wv = wt[f * K + i * KH * KW];\n"
+           "                                    for (int j = 0; j < PB / L; j++)\n"
+           "                                        acc[i][j] += wv * dv[j];\n"
+           "                                }\n"
+           "                            }\n"
+           "                            for (int i = 0; i < FB; i++) {\n"
+           "                                %s *d = dxp + (c0 + i) * XPS + ki * DH * WP + kj * DW + p0;\n"
+           "                                for (int j = 0; j < PB / L; j++)\n"
+           "                                    *(vecu *)(d + j * L) += acc[i][j];\n"
+           "                            }\n"
+           "                        }\n"
+           "            for (int c = 0; c < CO; c++)\n"
+           "                for (int oy = 0; oy < OH; oy++)\n"
+           "                    memcpy(r0 + ((s * CO + c) * OH + oy) * OW, dxp + c * XPS + (oy + PH) * WP + PW,\n"
+           "                           sizeof *r0 * OW);\n"
+           "        }\n"
+           "    }\n", real, real, real, real);
+}
+
 void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
     if (begin)
         put(o, "#if defined(__GNUC__) && !defined(__clang__)\n"
@@ -455,7 +533,9 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
 void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real) {
     Geometry g = geometry(op, real);
     put_prologue(o, &g, real);
-    if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
+    if (g.scatter)
+        put_scatter_product(o, real);
+    else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         put_filter_lanes_weight_gradient(o, real);
     else if (g.filter_lanes)
         put_filter_lanes_product(o, op, real);
