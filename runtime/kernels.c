@@ -17,7 +17,9 @@
  * (the caller's workspace, dlrt_conv2d_workspace floats), so that a
  * convolution is [f/g, c/g*kh*kw] x [c/g*kh*kw, oh*ow].  A pointwise
  * convolution (1x1, stride 1, no padding) multiplies the input directly.
- * The backward input kernel scatters the product back with col2im; the
+ * The backward input kernel scatters the product back with col2im (for
+ * stride 1 and few filters, a product over dy's rows padded to the padded
+ * input's width, which col2im adds tap by tap in contiguous runs); the
  * backward weight kernel accumulates one product per sample into dw, which
  * it zeroes first.  Pooling, activations, softmax and the optimizers are
  * memory-bound loops.  BLAS takes int sizes: a single matrix of 2^31
