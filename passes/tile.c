@@ -34,7 +34,12 @@
  *     may put them in the lanes (filter_lanes) where the model gives that
  *     less time: no padding columns, and for the weight gradient no sums
  *     added up lane by lane every sample, at the price of storing each
- *     result (conv2d) or each element of dy (its transposed copy) apart.
+ *     result (conv2d) or each element of dy (its transposed copy) apart;
+ *   - a small input gradient may take the transposed product (scatter):
+ *     dy's rows in the forward's padded width times every tap, each block's
+ *     sums added into the padded input gradient, so that no padding row of
+ *     dy is multiplied (LeNet-5's second: the product over padded dy would
+ *     be 2.6 times its multiply-adds).
  *
  * Threads are not part of the model: the generated code splits the batch
  * among the workers it is given at run time (--threads).  Ops that already
