@@ -302,8 +302,11 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
     if (!product_of(op, &p))
         return false;
     int64_t lanes = t->vector / 4, plane = result_plane(&p.c);
-    /* one sample's copy and result must stay in L2 */
+    /* one sample's copy and result must stay in L2 (scatter has its own
+       copy and result, and rule, in choose_scatter) */
     bool fits = 4 * (p.c.channels * source_plane(&p.c) + p.c.rows * plane) <= t->l2;
+    if (!fits && op->kind != DLC_OP_CONV2D_GRAD_INPUT)
+        return false;
     bool weight = op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
     if (weight && p.macs > WEIGHT_GRADIENT_MACS)
         return false;
