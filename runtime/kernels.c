@@ -150,6 +150,15 @@ int dlrt_workers(int threads, int64_t items, int64_t work) {
 
 int dlrt_worker(void) { return worker(); }
 
+/* Whether a max pooling's 2x2 windows of stride 2 tile its planes exactly
+ * (h = 2 oh, w = 2 ow), with rows short enough for runs of MAXPOOL_RUN
+ * floats: the case of maxpool_2x2_rows and maxpool_backward_2x2_rows. */
+#define MAXPOOL_RUN 512
+static bool pool_tiles_2x2(const DlrtPool *p) {
+    return p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
+           p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_RUN;
+}
+
 /* The size of a convolution's weights. */
 static int64_t conv_weights(const DlrtConv *cv) {
     return cv->f * (cv->c / cv->groups) * cv->kh * cv->kw;
