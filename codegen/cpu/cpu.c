@@ -271,10 +271,9 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
                 dlc_op_bias(op) ? "a2" : "NULL");
         return true;
     case DLC_OP_DENSE:
-        put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, r0);\n", ne,
-            (long long)numel(y), op->nparams == 2 ? "a2" : "NULL");
-        if (dlc_op_fused_relu(op)) /* the output is small: a pass over it in place */
-            put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", (long long)numel(y));
+        put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, %s, r0);\n", ne,
+            (long long)numel(y), op->nparams == 2 ? "a2" : "NULL",
+            dlc_op_fused_relu(op) ? "true" : "false");
         return true;
     case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: {
         const char *f = op->kind == DLC_OP_RELU ? "relu" : op->kind == DLC_OP_SIGMOID ? "sigmoid" : "tanh";

@@ -522,10 +522,11 @@ static void test_optimizers_random(Tally *t, DlrtRng *rng) {
  * dlrt_sgd_update, over a few steps: at batch 1 the same values; at larger
  * batches within float rounding (the sums are reassociated).  The shapes
  * cover tiles of the weight that are cut short at both edges (the kernel's
- * tiles are 256 x 256), and the settings momentum with and without weight
- * decay, and neither. */
+ * tiles have at most 256 x 256 elements, in bands of rows a multiple of the
+ * workers: 700 x 300 takes 2 x 2 tiles, 300 x 270 whole rows), and the
+ * settings momentum with and without weight decay, and neither. */
 static void test_dense_sgd_update(Tally *t, DlrtRng *rng) {
-    struct { int64_t n, in, out; } shapes[] = {{1, 300, 270}, {3, 37, 5}, {16, 300, 270}, {64, 513, 20}};
+    struct { int64_t n, in, out; } shapes[] = {{1, 300, 270}, {3, 37, 5}, {16, 300, 270}, {64, 513, 20}, {8, 700, 300}};
     struct { float lr, mom, wd; } sgd[] = {{0.05f, 0.9f, 5e-4f}, {0.05f, 0.9f, 0.0f}, {0.1f, 0.0f, 0.01f}, {0.1f, 0.0f, 0.0f}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
         for (size_t k = 0; k < sizeof sgd / sizeof *sgd; k++) {
@@ -691,18 +692,22 @@ static void test_dense_case(Tally *t, DlrtRng *rng, int64_t n, int64_t in, int64
     float *y = falloc(n * out), *dx = falloc(n * in), *dw = falloc(out * in), *db = falloc(out);
     ctx.x = dalloc(n * in), ctx.w = dalloc(out * in), ctx.b = dalloc(out);
     ctx.dy = dalloc(n * out);
-    double *want = dalloc(n * out + n * in + out * in);
+    double *want = dalloc(n * out + n * in + out * in), *relu_want = dalloc(n * out);
     fill_random(rng, x, ctx.x, n * in);
     fill_random(rng, w, ctx.w, out * in);
     fill_random(rng, b, ctx.b, out);
     fill_random(rng, dy, ctx.dy, n * out);
 
-    dlrt_dense_forward(n, in, out, x, w, b, y);
+    dlrt_dense_forward(n, in, out, x, w, b, false, y);
     for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; o < out; o++)
             want[i * out + o] = ctx.b[o] + dot(ctx.x + i * in, ctx.w + o * in, in);
     CHECK_CLOSE(t, "dense forward", y, want, n * out, 1e-5);
-    dlrt_dense_forward(n, in, out, x, w, NULL, y);
+    dlrt_dense_forward(n, in, out, x, w, b, true, y);
+    for (int64_t i = 0; i < n * out; i++)
+        relu_want[i] = want[i] < 0 ? 0 : want[i];
+    CHECK_CLOSE(t, "dense forward with relu", y, relu_want, n * out, 1e-5);
+    dlrt_dense_forward(n, in, out, x, w, NULL, false, y);
     for (int64_t i = 0; i < n * out; i++)
         want[i] -= ctx.b[i % out];
     CHECK_CLOSE(t, "dense forward without bias", y, want, n * out, 1e-5);
@@ -718,7 +723,7 @@ static void test_dense_case(Tally *t, DlrtRng *rng, int64_t n, int64_t in, int64
     CHECK_CLOSE(t, "dense bias backward", db, want, out, 1e-4);
 
     free(x), free(w), free(b), free(dy), free(y), free(dx), free(dw), free(db);
-    free(ctx.x), free(ctx.w), free(ctx.b), free(ctx.dy), free(want);
+    free(ctx.x), free(ctx.w), free(ctx.b), free(ctx.dy), free(want), free(relu_want);
 }
 
 static void test_dense(Tally *t, DlrtRng *rng) {
@@ -726,6 +731,11 @@ static void test_dense(Tally *t, DlrtRng *rng) {
     test_dense_case(t, rng, 4, 7, 9);
     test_dense_case(t, rng, 3, 1, 1);
     test_dense_case(t, rng, 2, 33, 17);
+    /* enough samples and work for two workers to split the batch
+       (dense_split): blocks of 16 and 24 rows; and too few features to
+       split them, which the batch still is */
+    test_dense_case(t, rng, 40, 64, 40);
+    test_dense_case(t, rng, 40, 9, 200);
 
     /* an empty batch: dw and db are sums over nothing */
     float dw[6], db[3], x[1] = {0}, dy[1] = {0}, wt[6] = {1, 2, 3, 4, 5, 6}, y[1];
@@ -734,7 +744,7 @@ static void test_dense(Tally *t, DlrtRng *rng) {
     CHECK_VALUES(t, "dense backward weight, empty batch", dw, zeros, 6, 0);
     dlrt_bias_backward(0, 3, 1, dy, db);
     CHECK_VALUES(t, "bias backward, empty batch", db, zeros, 3, 0);
-    dlrt_dense_forward(0, 2, 3, x, wt, NULL, y);
+    dlrt_dense_forward(0, 2, 3, x, wt, NULL, false, y);
     CHECK(t, true); /* reached without a BLAS complaint */
 }
 
@@ -857,6 +867,43 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     memcpy(dy2, dy, sizeof dy), memcpy(dy2 + 4, dy, sizeof dy);
     dlrt_maxpool_backward(&p, 2, dy2, x2, dx2);
     CHECK(t, memcmp(dx2, want, sizeof want) == 0 && dx2[16] == 0 && dx2[21] == 10);
+}
+
+/* Max pooling's gradient over 2x2 windows of stride 2 (the runs of row
+ * pairs) with values drawn from {-inf, -1, 0, 1, NaN}: ties, windows of
+ * -inf, and one or several NaNs, whose last wins (torch's rule), against
+ * the scan written out here, with and without relu_grad, bit for bit. */
+static void test_maxpool_2x2_special_values(Tally *t, DlrtRng *rng) {
+    enum { N = 3, C = 4, H = 6, W = 10 };
+    static const float values[] = {-INFINITY, -1, 0, 1, NAN};
+    float x[N * C * H * W], dy[N * C * H * W / 4], dx[N * C * H * W], want[N * C * H * W];
+    for (int relu = 0; relu < 2; relu++)
+        for (int round = 0; round < 20; round++) {
+            DlrtPool p = make_pool(C, H, W, 2, 2, 2, 2, 0, 0, false, false);
+            p.relu_grad = relu;
+            for (int i = 0; i < N * C * H * W; i++)
+                x[i] = values[dlrt_rng_next(rng) % 5];
+            for (int i = 0; i < N * C * H * W / 4; i++)
+                dy[i] = (float)(i + 1) * (i % 7 == 0 ? -1.0f : 1.0f);
+            memset(want, 0, sizeof want);
+            for (int pl = 0; pl < N * C; pl++)
+                for (int oy = 0; oy < H / 2; oy++)
+                    for (int ox = 0; ox < W / 2; ox++) {
+                        const float *xp = x + pl * H * W;
+                        int best = 2 * oy * W + 2 * ox;
+                        float max = -INFINITY;
+                        for (int ky = 0; ky < 2; ky++)
+                            for (int kx = 0; kx < 2; kx++) {
+                                int i = (2 * oy + ky) * W + 2 * ox + kx;
+                                if (xp[i] > max || isnan(xp[i]))
+                                    max = xp[i], best = i;
+                            }
+                        if (!relu || xp[best] > 0)
+                            want[pl * H * W + best] = dy[(pl * H / 2 + oy) * W / 2 + ox];
+                    }
+            dlrt_maxpool_backward(&p, N, dy, x, dx);
+            CHECK(t, memcmp(dx, want, sizeof dx) == 0);
+        }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1115,6 +1162,7 @@ static int run_unit_tests(void) {
     test_conv(&t, &rng);
     test_dense(&t, &rng);
     test_pool(&t, &rng);
+    test_maxpool_2x2_special_values(&t, &rng);
     test_activations(&t, &rng);
     test_globalavgpool(&t, &rng);
     test_softmax(&t, &rng);
@@ -1271,7 +1319,7 @@ static void run_case(Case *c) {
         const float *dy = input(c, "dy", n * out);
         const float *b = has_input(c, "b") ? input(c, "b", out) : NULL;
         if (!c->error[0]) {
-            dlrt_dense_forward(n, in, out, x, w, b, output(c, "y", n * out));
+            dlrt_dense_forward(n, in, out, x, w, b, false, output(c, "y", n * out));
             dlrt_dense_backward_input(n, in, out, dy, w, output(c, "dx", n * in));
             dlrt_dense_backward_weight(n, in, out, dy, x, output(c, "dw", out * in));
             dlrt_bias_backward(n, out, 1, dy, output(c, "db", out));
