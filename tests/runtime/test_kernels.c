@@ -826,6 +826,11 @@ static void test_pool(Tally *t, DlrtRng *rng) {
      * run (the general loop) */
     test_pool_case(t, rng, 2, 6, 20, 28, 2, 2, 2, 2, 0, 0, false);
     test_pool_case(t, rng, 1, 1, 4, 516, 2, 2, 2, 2, 0, 0, false);
+    /* rows of 8, 16 and 18 columns: copy_row's whole and overlapping
+     * copies of 8 */
+    test_pool_case(t, rng, 1, 2, 4, 8, 2, 2, 2, 2, 0, 0, false);
+    test_pool_case(t, rng, 1, 2, 6, 16, 2, 2, 2, 2, 0, 0, false);
+    test_pool_case(t, rng, 1, 2, 4, 18, 2, 2, 2, 2, 0, 0, false);
     test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, false);
     test_pool_case(t, rng, 2, 3, 5, 5, 3, 3, 2, 2, 1, 1, true);
     test_pool_case(t, rng, 1, 2, 6, 5, 3, 2, 2, 1, 1, 0, true);
