@@ -10,7 +10,8 @@
  *   (whose other results, the batch statistics, stay as they are) and add
  *   (the end of a residual block, an elementwise chain).  The CPU code
  *   applies the ReLU to each sample's output right after its product, while
- *   it is in the caches (dense and batchnorm in place after the op).
+ *   it is in the caches (a dense layer's workers each to its own block of
+ *   the output after its product; batchnorm in place after the op).
  *
  *   %g = maxpool_grad(%dy, %y) {...}         %d = maxpool_grad(%dy, %y) {..., relu_grad=true}
  *   %d = relu_grad(%g, %y)             =>
