@@ -371,6 +371,9 @@ struct DlcOp {
 /* Whether op has a ReLU fused into it (relu=true: conv2d, dense, batchnorm,
  * batchnorm_train, add; see passes/fuse.c).  In ops.c, beside the schemas. */
 bool dlc_op_fused_relu(const DlcOp *op);
+/* The activation fused into op: DLC_OP_RELU, DLC_OP_SIGMOID or DLC_OP_TANH
+ * (relu=true, sigmoid=true, tanh=true), or DLC_OP_COUNT for none. */
+DlcOpKind dlc_op_fused_activation(const DlcOp *op);
 /* A conv2d's or dense's bias parameter, or NULL (bias=false). */
 const DlcValue *dlc_op_bias(const DlcOp *op);
 /* The operand index of the batchnorm weight of a conv2d with a batchnorm

@@ -126,6 +126,19 @@ bool dlc_op_fused_relu(const DlcOp *op) {
     return i >= 0 && op->attrs[i].b;
 }
 
+DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
+    static const struct {
+        const char *attr;
+        DlcOpKind kind;
+    } acts[] = {{"relu", DLC_OP_RELU}, {"sigmoid", DLC_OP_SIGMOID}, {"tanh", DLC_OP_TANH}};
+    for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) {
+        int i = dlc_op_attr_index(op->kind, acts[k].attr);
+        if (i >= 0 && op->attrs[i].b)
+            return acts[k].kind;
+    }
+    return DLC_OP_COUNT;
+}
+
 const DlcValue *dlc_op_bias(const DlcOp *op) {
     int i = dlc_op_attr_index(op->kind, "bias");
     if (i < 0 || !op->attrs[i].b || (op->kind != DLC_OP_CONV2D && op->kind != DLC_OP_DENSE))

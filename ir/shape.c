@@ -233,8 +233,17 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
     return !why;
 }
 
+/* A fused activation (relu, sigmoid, tanh: passes/fuse.c) is one at most. */
+static bool want_one_activation(DlcInfer *inf) {
+    if (A("relu").b + A("sigmoid").b + A("tanh").b <= 1)
+        return true;
+    dlc_error(inf->ctx, inf->loc, "%s: relu, sigmoid and tanh exclude each other; set one at most",
+              dlc_op_info(inf->kind)->name);
+    return false;
+}
+
 bool dlc_infer_conv2d(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]"))
+    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]") || !want_one_activation(inf))
         return false;
     int64_t f = A("filters").i, g = A("groups").i;
     if (!want_positive(inf, "filters", f, 1) || !want_pair(inf, "kernel", 1) ||
@@ -281,7 +290,7 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
 }
 
 bool dlc_infer_dense(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, -1, 1, "[N,...]"))
+    if (!want_tensor(inf, 0, -1, 1, "[N,...]") || !want_one_activation(inf))
         return false;
     int64_t units = A("units").i;
     if (!want_positive(inf, "units", units, 1))

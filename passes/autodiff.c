@@ -89,14 +89,20 @@ static bool needs(Autodiff *ad, const DlcValue *v) {
     return dlc_map_get(&ad->needs, v->name) != NULL;
 }
 
-/* dy through the ReLU fused into op (relu=true, as the fuse pass or a user
- * writes it), which comes after the op proper; dy itself without one. */
-static DlcValue *through_fused_relu(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
-    if (!dlc_op_fused_relu(op))
+/* dy through the activation fused into op (relu=true, sigmoid=true or
+ * tanh=true, as the fuse pass or a user writes it), which comes after the
+ * op proper; dy itself without one.  Each gradient reads the op's result. */
+static DlcValue *through_fused_activation(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
+    DlcOpKind act = dlc_op_fused_activation(op);
+    if (act == DLC_OP_COUNT)
         return dy;
+    DlcOpKind grad = act == DLC_OP_RELU      ? DLC_OP_RELU_GRAD
+                     : act == DLC_OP_SIGMOID ? DLC_OP_SIGMOID_GRAD
+                                             : DLC_OP_TANH_GRAD;
     DlcValue *y = op->out[0];
-    return emit(ad, DLC_OP_RELU_GRAD, (DlcValue *[]){dy, y}, 2, 0, NULL, &y->type,
-                dlc_arena_printf(&ad->m->arena, "%s.relu_grad", y->name), op->loc);
+    return emit(ad, grad, (DlcValue *[]){dy, y}, 2, 0, NULL, &y->type,
+                dlc_arena_printf(&ad->m->arena, "%s.%s", y->name, dlc_op_info(grad)->name),
+                op->loc);
 }
 
 /* The vector-Jacobian product of op (of the train network), whose result's
@@ -113,7 +119,7 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
         ad->ok = false;
         return;
     }
-    dy = through_fused_relu(ad, op, dy);
+    dy = through_fused_activation(ad, op, dy);
     switch (op->kind) {
     case DLC_OP_CONV2D:
     case DLC_OP_DENSE: {

@@ -8,7 +8,10 @@
  *
  *   relu into the op before it: conv2d, dense, batchnorm, batchnorm_train
  *   (whose other results, the batch statistics, stay as they are) and add
- *   (the end of a residual block, an elementwise chain).  The CPU code
+ *   (the end of a residual block, an elementwise chain); sigmoid and tanh
+ *   into a conv2d or dense (sigmoid=true, tanh=true), except where the
+ *   pipeline feeds the GPU, whose kernels apply a ReLU only.  An op takes
+ *   one activation at most.  The CPU code
  *   applies the ReLU to each sample's output right after its product, while
  *   it is in the caches (a dense layer's workers each to its own block of
  *   the output after its product; batchnorm in place after the op).
@@ -94,16 +97,23 @@ static DlcOp *sole_producer(const DlcOp *consumer, const DlcMap *uses) {
     return (intptr_t)dlc_map_get(uses, x->name) == 1 ? x->def : NULL;
 }
 
-/* relu after an op with a relu attribute (and none set yet) */
-static bool fuse_relu(DlcOp *op, DlcOp *def) {
-    if (op->kind != DLC_OP_RELU)
+/* relu after an op with a relu attribute, or sigmoid or tanh after a
+ * conv2d or dense (not for a GPU target, whose kernels apply a ReLU
+ * only), when the op has no activation yet */
+static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
+    bool conv_or_dense = def->kind == DLC_OP_CONV2D || def->kind == DLC_OP_DENSE;
+    if (op->kind == DLC_OP_RELU) {
+        if (!conv_or_dense && def->kind != DLC_OP_ADD && def->kind != DLC_OP_BATCHNORM &&
+            def->kind != DLC_OP_BATCHNORM_TRAIN)
+            return false;
+    } else if (op->kind != DLC_OP_SIGMOID && op->kind != DLC_OP_TANH) {
         return false;
-    if (def->kind != DLC_OP_CONV2D && def->kind != DLC_OP_DENSE && def->kind != DLC_OP_ADD &&
-        def->kind != DLC_OP_BATCHNORM && def->kind != DLC_OP_BATCHNORM_TRAIN)
+    } else if (!conv_or_dense || gpu) {
         return false;
-    if (dlc_op_fused_relu(def))
+    }
+    if (dlc_op_fused_activation(def) != DLC_OP_COUNT)
         return false;
-    set_attr(def, "relu");
+    set_attr(def, dlc_op_info(op->kind)->name);
     return true;
 }
 
@@ -121,7 +131,7 @@ static bool fuse_relu_grad(DlcOp *op, DlcOp *def) {
 static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
     if (op->kind != DLC_OP_BATCHNORM || def->kind != DLC_OP_CONV2D)
         return false;
-    if (dlc_op_fused_relu(def) || dlc_op_folded_batchnorm(def) >= 0)
+    if (dlc_op_fused_activation(def) != DLC_OP_COUNT || dlc_op_folded_batchnorm(def) >= 0)
         return false;
     DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(def->nin + 4));
     memcpy(in, def->in, sizeof *in * (size_t)def->nin);
@@ -180,7 +190,8 @@ static void fuse_network(DlcModule *m, DlcNetwork *net, bool gpu) {
             net->ops[n++] = op;
             continue;
         }
-        if (!def || !(fuse_relu(op, def) || fuse_relu_grad(op, def) || fold_batchnorm(m, op, def))) {
+        if (!def || !(fuse_activation(op, def, gpu) || fuse_relu_grad(op, def) ||
+                      fold_batchnorm(m, op, def))) {
             net->ops[n++] = op;
             continue;
         }

@@ -296,6 +296,17 @@ void dlrt_meta_free(DlrtMeta *meta, int nmeta);
  * Matrix sizes go to BLAS as int: c/groups*kh*kw*oh*ow, f/groups*oh*ow,
  * n*in and n*out must each stay below 2^31. */
 
+/* An activation applied to a kernel's output (a convolution's or a dense
+ * layer's, where the fuse pass merged it), with the same results as the
+ * activation's own kernel (dlrt_relu_forward, dlrt_sigmoid_forward,
+ * dlrt_tanh_forward). */
+typedef enum DlrtActivation {
+    DLRT_ACT_NONE,
+    DLRT_ACT_RELU,
+    DLRT_ACT_SIGMOID,
+    DLRT_ACT_TANH
+} DlrtActivation;
+
 /* A 2-d convolution's geometry (torch.nn.Conv2d). */
 typedef struct DlrtConv {
     int64_t c, h, w;       /* input channels and size */
@@ -305,7 +316,7 @@ typedef struct DlrtConv {
     int64_t ph, pw;        /* zero padding on each side */
     int64_t dh, dw;        /* dilation */
     int64_t groups;
-    bool relu;             /* forward: a ReLU on the output (conv2d {relu=true}) */
+    DlrtActivation act;    /* forward: an activation on the output (conv2d {relu=true}, ...) */
 } DlrtConv;
 
 /* Max and average pooling's geometry (torch.nn.MaxPool2d, AvgPool2d). */

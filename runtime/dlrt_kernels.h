@@ -24,10 +24,10 @@ void DLRT_K(dlrt_conv2d_backward_input)(const DlrtConv *cv, int64_t n, const DLR
 void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
                                          const DLRT_REAL *x, DLRT_REAL *dw, DLRT_REAL *work, int threads);
 
-/* y[n,out] = x[n,in] w[out,in]^T + b[out] (b may be NULL) (torch.nn.Linear),
- * then max(y, 0) when relu (NaN stays NaN, as in dlrt_relu_forward). */
+/* y[n,out] = act(x[n,in] w[out,in]^T + b[out]) (b may be NULL) (torch.nn.Linear,
+ * then the activation act). */
 void DLRT_K(dlrt_dense_forward)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *x,
-                                const DLRT_REAL *w, const DLRT_REAL *b, bool relu,
+                                const DLRT_REAL *w, const DLRT_REAL *b, DlrtActivation act,
                                 DLRT_REAL *y);
 /* dx[n,in] = dy[n,out] w[out,in] */
 void DLRT_K(dlrt_dense_backward_input)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,

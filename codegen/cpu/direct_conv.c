@@ -272,14 +272,23 @@ typedef struct Epilogue {
     const char *add, *store;
 } Epilogue;
 
-static Epilogue epilogue(const DlcOp *op) {
+static Epilogue epilogue(const DlcOp *op, const char *real) {
     bool bias = op->kind == DLC_OP_CONV2D && dlc_op_bias(op);
+    bool f32 = strcmp(real, "float") == 0;
+    const char *store = "v";
+    switch (dlc_op_fused_activation(op)) {
+    case DLC_OP_RELU: store = "v < 0 ? 0 : v /* NaN stays NaN, as in relu_forward */"; break;
+    /* the functions libdlrt's sigmoid_forward and tanh_forward call through
+       <tgmath.h> for the element type, so the bits are the same */
+    case DLC_OP_SIGMOID: store = f32 ? "1 / (1 + expf(-v))" : "1 / (1 + exp(-v))"; break;
+    case DLC_OP_TANH: store = f32 ? "tanhf(v)" : "tanh(v)"; break;
+    default: break;
+    }
     return (Epilogue){
         .add = dlc_op_folded_batchnorm(op) >= 0 ? " * bn_scale[f] + bn_shift[f]"
                : bias                           ? " + a2[f]"
                                                 : "",
-        .store = dlc_op_fused_relu(op) ? "v < 0 ? 0 : v /* NaN stays NaN, as in relu_forward */"
-                                       : "v"};
+        .store = store};
 }
 
 /* conv2d with filter_lanes: the product and its epilogue, per block. */
@@ -290,7 +299,7 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const char *real) 
            "        for (int k = 0; k < K; k++)\n"
            "            wt[k * CO + f] = a1[f * K + k];\n", real);
     put_workers(o, real, "(CO * K * OH * OW)", "(PT / PB)", "a0", "CI * XPS");
-    Epilogue e = epilogue(op);
+    Epilogue e = epilogue(op, real);
     put(o, "            const %s *xp = mine;\n"
            "            for (int p0 = 0; p0 < P; p0 += PB) {\n"
            "                if (p0 < u0 * PB || p0 >= u1 * PB)\n"
@@ -388,7 +397,7 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
            "                            *(vecu *)(yp + (f0 + i) * PT + p0 + j * L) = acc[i][j];\n"
            "                }\n", real, real, real);
     /* the epilogue: the output's columns of the padded width */
-    Epilogue e = epilogue(op);
+    Epilogue e = epilogue(op, real);
     put(o, "            for (int f = 0; f < CO; f++)\n"
            "                for (int oy = u0; oy < u1; oy++) {\n"
            "                    const %s *src = yp + f * PT + oy * WP;\n"

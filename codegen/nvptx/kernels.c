@@ -1373,6 +1373,13 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
     case DLC_OP_MSE: case DLC_OP_MSE_GRAD: mse(nk, op, tag); return true;
     case DLC_OP_CONV2D: case DLC_OP_CONV2D_GRAD_INPUT: case DLC_OP_CONV2D_GRAD_WEIGHT:
     case DLC_OP_DENSE: case DLC_OP_DENSE_GRAD_INPUT: case DLC_OP_DENSE_GRAD_WEIGHT:
+        if (dlc_op_fused_activation(op) != DLC_OP_COUNT && !dlc_op_fused_relu(op)) {
+            /* the fuse pass merges only a ReLU for a GPU target */
+            dlc_error(nk->ctx, op->loc, "nvptx: %s with a fused %s has no GPU kernel yet",
+                      dlc_op_info(op->kind)->name,
+                      dlc_op_info(dlc_op_fused_activation(op))->name);
+            return false;
+        }
         gemm(nk, op, tag);
         return true;
     case DLC_OP_PARAM_GRAD:

@@ -78,7 +78,8 @@ def lrnnet(p, x, training=False):
 def tilenet_params():
     return {"a.weight": (4, 1, 3, 3), "a.bias": (4,), "b.weight": (8, 4, 3, 5),
             "c.weight": (16, 8, 3, 3), "c.bias": (16,), "d.weight": (8, 16, 3, 3),
-            "d.bias": (8,), "out.weight": (10, 144), "out.bias": (10,)}
+            "d.bias": (8,), "e.weight": (16, 144), "e.bias": (16,), "out.weight": (10, 16),
+            "out.bias": (10,)}
 
 
 def tilenet(p, x, training=False):
@@ -86,7 +87,8 @@ def tilenet(p, x, training=False):
     x = torch.tanh(F.conv2d(x, p["b.weight"], padding=(1, 2), dilation=(2, 1)))
     x = F.relu(F.conv2d(F.max_pool2d(x, 2), p["c.weight"], p["c.bias"]))
     x = F.conv2d(F.max_pool2d(x, 2), p["d.weight"], p["d.bias"], padding=(1, 2), dilation=2)
-    return F.linear(x.flatten(1), p["out.weight"], p["out.bias"])
+    x = torch.sigmoid(F.linear(x.flatten(1), p["e.weight"], p["e.bias"]))
+    return F.linear(x, p["out.weight"], p["out.bias"])
 
 
 def bnnet_params():
