@@ -223,6 +223,9 @@ const DlcOpInfo *dlc_op_info(DlcOpKind k);
 DlcOpKind dlc_op_lookup(const char *name);
 /* Index of an attribute in op k's schema, or -1. */
 int dlc_op_attr_index(DlcOpKind k, const char *name);
+/* Whether the bool attribute `name` of an op of kind k is true in attrs
+ * (indexed by k's schema); false where k has no such attribute. */
+bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name);
 /* All op names, for suggestions. */
 const char *const *dlc_op_names(void);
 /* Fills attributes that were not given from their defaults.  Returns the

@@ -121,23 +121,20 @@ int dlc_op_attr_index(DlcOpKind k, const char *name) {
     return -1;
 }
 
-bool dlc_op_fused_relu(const DlcOp *op) {
-    int i = dlc_op_attr_index(op->kind, "relu");
-    return i >= 0 && op->attrs[i].b;
+bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name) {
+    int i = dlc_op_attr_index(k, name);
+    return i >= 0 && attrs[i].b;
 }
 
 DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
-    static const struct {
-        const char *attr;
-        DlcOpKind kind;
-    } acts[] = {{"relu", DLC_OP_RELU}, {"sigmoid", DLC_OP_SIGMOID}, {"tanh", DLC_OP_TANH}};
-    for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) {
-        int i = dlc_op_attr_index(op->kind, acts[k].attr);
-        if (i >= 0 && op->attrs[i].b)
-            return acts[k].kind;
-    }
+    static const DlcOpKind acts[] = {DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH};
+    for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) /* the attribute is the op's name */
+        if (dlc_attr_true(op->kind, op->attrs, dlc_op_info(acts[k])->name))
+            return acts[k];
     return DLC_OP_COUNT;
 }
+
+bool dlc_op_fused_relu(const DlcOp *op) { return dlc_op_fused_activation(op) == DLC_OP_RELU; }
 
 const DlcValue *dlc_op_bias(const DlcOp *op) {
     int i = dlc_op_attr_index(op->kind, "bias");
@@ -147,8 +144,7 @@ const DlcValue *dlc_op_bias(const DlcOp *op) {
 }
 
 int dlc_op_folded_batchnorm(const DlcOp *op) {
-    int i = dlc_op_attr_index(op->kind, "batchnorm");
-    return i >= 0 && op->attrs[i].b ? op->nin - 4 : -1;
+    return dlc_attr_true(op->kind, op->attrs, "batchnorm") ? op->nin - 4 : -1;
 }
 
 bool dlc_op_reads(const DlcOp *op, const DlcValue *v) {

@@ -200,10 +200,8 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
     int64_t v = A("vector").i;
     const int64_t *t = A("tile").pair, *k = A("kernel").pair, *s = A("stride").pair,
                   *p = A("pad").pair, *d = A("dilation").pair;
-    int lanes_at = dlc_op_attr_index(inf->kind, "filter_lanes");
-    bool lanes = lanes_at >= 0 && inf->attrs[lanes_at].b;
-    int scatter_at = dlc_op_attr_index(inf->kind, "scatter");
-    bool scatter = scatter_at >= 0 && inf->attrs[scatter_at].b;
+    bool lanes = dlc_attr_true(inf->kind, inf->attrs, "filter_lanes");
+    bool scatter = dlc_attr_true(inf->kind, inf->attrs, "scatter");
     if (v == 0 && t[0] == 0 && t[1] == 0 && !lanes && !scatter)
         return true;
     const char *why = NULL;

@@ -79,11 +79,6 @@ static void count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
     }
 }
 
-static bool attr_set(const DlcOp *op, const char *name) {
-    int i = dlc_op_attr_index(op->kind, name);
-    return i >= 0 && op->attrs[i].b;
-}
-
 static void set_attr(DlcOp *op, const char *name) {
     op->attrs[dlc_op_attr_index(op->kind, name)].b = true;
 }
@@ -121,7 +116,7 @@ static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
 static bool fuse_relu_grad(DlcOp *op, DlcOp *def) {
     if (op->kind != DLC_OP_RELU_GRAD || def->kind != DLC_OP_MAXPOOL_GRAD)
         return false;
-    if (def->in[1] != op->in[1] || attr_set(def, "relu_grad"))
+    if (def->in[1] != op->in[1] || dlc_attr_true(def->kind, def->attrs, "relu_grad"))
         return false;
     set_attr(def, "relu_grad");
     return true;
@@ -151,7 +146,7 @@ static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
  * op becomes dense_sgd_update(dy, x, lr, @w[, @buf]) */
 static bool fuse_weight_update(DlcModule *m, DlcOp *op, const DlcOp *def) {
     if (op->kind != DLC_OP_SGD_UPDATE || def->kind != DLC_OP_DENSE_GRAD_WEIGHT ||
-        attr_set(op, "nesterov"))
+        dlc_attr_true(op->kind, op->attrs, "nesterov"))
         return false;
     DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(op->nin + 1));
     in[0] = def->in[0];

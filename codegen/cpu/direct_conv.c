@@ -140,10 +140,8 @@ static Geometry geometry(const DlcOp *op, const char *real) {
     g.lanes = g.bytes / (strcmp(real, "double") == 0 ? 8 : 4);
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw, g.k = g.ci * g.kh * g.kw;
     g.p = g.oh * g.wp;
-    int lanes_at = dlc_op_attr_index(op->kind, "filter_lanes");
-    g.filter_lanes = lanes_at >= 0 && op->attrs[lanes_at].b;
-    int scatter_at = dlc_op_attr_index(op->kind, "scatter");
-    g.scatter = scatter_at >= 0 && op->attrs[scatter_at].b;
+    g.filter_lanes = dlc_attr_true(op->kind, op->attrs, "filter_lanes");
+    g.scatter = dlc_attr_true(op->kind, op->attrs, "scatter");
     if (g.scatter) {
         const int64_t *pad = pair(op, "pad");
         g.ph = pad[0], g.pw = pad[1];

@@ -57,8 +57,7 @@ static double attr_f(const DlcOp *op, const char *name) {
     return op->attrs[dlc_op_attr_index(op->kind, name)].f;
 }
 static bool attr_b(const DlcOp *op, const char *name) {
-    int i = dlc_op_attr_index(op->kind, name);
-    return i >= 0 && op->attrs[i].b;
+    return dlc_attr_true(op->kind, op->attrs, name);
 }
 static const int64_t *attr_pair(const DlcOp *op, const char *name) {
     return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
@@ -1372,16 +1371,17 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
     case DLC_OP_CROSS_ENTROPY: case DLC_OP_CROSS_ENTROPY_GRAD: cross_entropy(nk, op, tag); return true;
     case DLC_OP_MSE: case DLC_OP_MSE_GRAD: mse(nk, op, tag); return true;
     case DLC_OP_CONV2D: case DLC_OP_CONV2D_GRAD_INPUT: case DLC_OP_CONV2D_GRAD_WEIGHT:
-    case DLC_OP_DENSE: case DLC_OP_DENSE_GRAD_INPUT: case DLC_OP_DENSE_GRAD_WEIGHT:
-        if (dlc_op_fused_activation(op) != DLC_OP_COUNT && !dlc_op_fused_relu(op)) {
+    case DLC_OP_DENSE: case DLC_OP_DENSE_GRAD_INPUT: case DLC_OP_DENSE_GRAD_WEIGHT: {
+        DlcOpKind act = dlc_op_fused_activation(op);
+        if (act != DLC_OP_COUNT && act != DLC_OP_RELU) {
             /* the fuse pass merges only a ReLU for a GPU target */
             dlc_error(nk->ctx, op->loc, "nvptx: %s with a fused %s has no GPU kernel yet",
-                      dlc_op_info(op->kind)->name,
-                      dlc_op_info(dlc_op_fused_activation(op))->name);
+                      dlc_op_info(op->kind)->name, dlc_op_info(act)->name);
             return false;
         }
         gemm(nk, op, tag);
         return true;
+    }
     case DLC_OP_PARAM_GRAD:
         return true; /* the gradient stays where the plan put it */
     default:
