@@ -347,11 +347,11 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
             }
         }
     }
-    /* the filters in the lanes, where that takes less time than the best
-       block over the padded width */
-    Block lanes_block;
-    double lanes_time;
-    if (weight && choose_weight_filter_lanes(&p, kw, t, &lanes_block, &lanes_time) &&
+    /* another kind of block (the filters in the lanes, or scatter), where it
+       takes less time than the best block over the padded width */
+    Block other;
+    double other_time;
+    if (weight && choose_weight_filter_lanes(&p, kw, t, &other, &other_time) &&
         (best == 0 ||
          /* its stores: each register of sums added up lane by lane at the
             end of every sample, about 4 instructions a weight; measured on
@@ -359,23 +359,23 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
             taps) ran 2.8 times as fast in filter lanes, models/simplecnn.dl's
             first (9 taps: the copy of dy costs as much as the product) no
             faster, and the model chooses so */
-         lanes_time < block_time(best_computed, best, lanes, 4 * p.c.rows * p.k))) {
-        *b = lanes_block;
+         other_time < block_time(best_computed, best, lanes, 4 * p.c.rows * p.k))) {
+        *b = other;
         return true;
     }
     if (op->kind == DLC_OP_CONV2D_GRAD_INPUT &&
-        choose_scatter(op, &p, t, &lanes_block, &lanes_time) &&
+        choose_scatter(op, &p, t, &other, &other_time) &&
         (best == 0 ||
          /* the padded-width block's stores as conv2d's below */
-         lanes_time < block_time(best_computed, best, lanes, 3 * p.c.rows * plane / lanes))) {
-        *b = lanes_block;
+         other_time < block_time(best_computed, best, lanes, 3 * p.c.rows * plane / lanes))) {
+        *b = other;
         return true;
     }
-    if (op->kind == DLC_OP_CONV2D && choose_filter_lanes(&p, t, &lanes_block, &lanes_time) &&
+    if (op->kind == DLC_OP_CONV2D && choose_filter_lanes(&p, t, &other, &other_time) &&
         (best == 0 ||
          /* its stores: a register of yp, then yp again and the result */
-         lanes_time < block_time(best_computed, best, lanes, 3 * p.c.rows * plane / lanes))) {
-        *b = lanes_block;
+         other_time < block_time(best_computed, best, lanes, 3 * p.c.rows * plane / lanes))) {
+        *b = other;
         return true;
     }
     return best > 0;
