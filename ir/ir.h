@@ -226,6 +226,10 @@ int dlc_op_attr_index(DlcOpKind k, const char *name);
 /* Whether the bool attribute `name` of an op of kind k is true in attrs
  * (indexed by k's schema); false where k has no such attribute. */
 bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name);
+/* Whether an op of kind k with these attributes reads the result of a ReLU
+ * whose gradient it applies (relu_grad=true) as one more tensor operand,
+ * after its own: every such op but maxpool_grad, whose x is that result. */
+bool dlc_relu_grad_operand(DlcOpKind k, const DlcAttr *attrs);
 /* All op names, for suggestions. */
 const char *const *dlc_op_names(void);
 /* Fills attributes that were not given from their defaults.  Returns the
@@ -377,6 +381,9 @@ bool dlc_op_fused_relu(const DlcOp *op);
 /* The activation fused into op: DLC_OP_RELU, DLC_OP_SIGMOID or DLC_OP_TANH
  * (relu=true, sigmoid=true, tanh=true), or DLC_OP_COUNT for none. */
 DlcOpKind dlc_op_fused_activation(const DlcOp *op);
+/* The operand index of the ReLU result y whose gradient op passes its
+ * result through (relu_grad=true: relu_grad(op(...), y)), or -1. */
+int dlc_op_relu_grad_mask(const DlcOp *op);
 /* A conv2d's or dense's bias parameter, or NULL (bias=false). */
 const DlcValue *dlc_op_bias(const DlcOp *op);
 /* The operand index of the batchnorm weight of a conv2d with a batchnorm

@@ -126,6 +126,16 @@ bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name) {
     return i >= 0 && attrs[i].b;
 }
 
+bool dlc_relu_grad_operand(DlcOpKind k, const DlcAttr *attrs) {
+    return k != DLC_OP_MAXPOOL_GRAD && dlc_attr_true(k, attrs, "relu_grad");
+}
+
+int dlc_op_relu_grad_mask(const DlcOp *op) {
+    if (!dlc_attr_true(op->kind, op->attrs, "relu_grad"))
+        return -1;
+    return op->kind == DLC_OP_MAXPOOL_GRAD ? 1 : op->nin - op->nparams - 1;
+}
+
 DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
     static const DlcOpKind acts[] = {DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH};
     for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) /* the attribute is the op's name */

@@ -592,17 +592,30 @@ bool dlc_infer(DlcInfer *inf) {
     const DlcOpInfo *op = dlc_op_info(inf->kind);
     inf->nout = 0;
     inf->nparams = 0;
-    if (op->arity >= 0 ? inf->nin != op->arity : inf->nin < 2) {
+    /* relu_grad=true: the ReLU's result follows the op's own operands */
+    bool relu_y = dlc_relu_grad_operand(inf->kind, inf->attrs);
+    int arity = op->arity + relu_y;
+    if (op->arity >= 0 ? inf->nin != arity : inf->nin < 2) {
         if (op->arity >= 0)
-            dlc_error(inf->ctx, inf->loc, "%s: expects %d tensor operand%s, got %d",
-                      op->name, op->arity, op->arity == 1 ? "" : "s", inf->nin);
+            dlc_error(inf->ctx, inf->loc, "%s: expects %d tensor operand%s%s, got %d", op->name,
+                      arity, arity == 1 ? "" : "s",
+                      relu_y ? " (the last the ReLU's result, for relu_grad=true)" : "", inf->nin);
         else
             dlc_error(inf->ctx, inf->loc,
                       "%s: expects at least 2 tensor operands, got %d", op->name,
                       inf->nin);
         return false;
     }
-    return op->infer(inf);
+    if (!op->infer(inf))
+        return false;
+    if (relu_y && !dlc_type_eq(&inf->in[inf->nin - 1], &inf->out[0])) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: relu_grad=true: the ReLU's result %s differs from the result %s", op->name,
+                  tstr(&inf->in[inf->nin - 1], a), tstr(&inf->out[0], b));
+        return false;
+    }
+    return true;
 }
 
 /* ---- gradient rules ------------------------------------------------------ */

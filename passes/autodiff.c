@@ -119,6 +119,13 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
         ad->ok = false;
         return;
     }
+    if (dlc_op_relu_grad_mask(op) >= 0) {
+        /* a gradient op's form (the fuse pass's, after autodiff) */
+        dlc_error(ad->ctx, loc, "autodiff: %s with relu_grad=true (a ReLU's gradient fused in) "
+                  "cannot be differentiated", dlc_op_info(op->kind)->name);
+        ad->ok = false;
+        return;
+    }
     dy = through_fused_activation(ad, op, dy);
     switch (op->kind) {
     case DLC_OP_CONV2D:

@@ -1,7 +1,8 @@
 /* fuse.c — merges an op into the op that computes its operand, so that the
  * code generators compute both in one loop nest (or kernel) and the value
- * between them is never stored.  Four patterns are an attribute of the
- * producer, which then defines the consumer's result under its old name:
+ * between them is never stored.  All patterns but the last are an
+ * attribute of the producer, which then defines the consumer's result under
+ * its old name:
  *
  *   %c = conv2d(%x, @w, @b) {...}            %r = conv2d(%x, @w, @b) {..., relu=true}
  *   %r = relu(%c)                      =>
@@ -24,6 +25,17 @@
  *   mask costs one comparison at each window's maximum, the only place a
  *   gradient lands, instead of a pass over the whole gradient.
  *
+ *   %g = conv2d_grad_input(%dy, @w) {...}    %d = conv2d_grad_input(%dy, %y, @w) {..., relu_grad=true}
+ *   %d = relu_grad(%g, %y)             =>
+ *
+ *   the same for the other ops that compute a ReLU's result's gradient:
+ *   the input gradient of the next convolution or dense layer, dropout's
+ *   gradient, a slice of concat's (GoogLeNet's branches) and a gradient
+ *   sum (add).  y becomes their last tensor operand, and each writes
+ *   y > 0 ? g : 0 where it writes g, while it is in the caches; the
+ *   separate pass read g and y and wrote the result again.  Not for a GPU
+ *   target, whose kernels do not take y yet.
+ *
  *   %c = conv2d(%x, @w, @b) {...}            %n = conv2d(%x, @w, @b, @n.weight, @n.bias,
  *   %n = batchnorm(%c, @n.weight, ...)  =>           @n.running_mean, @n.running_var)
  *                                                  {..., batchnorm=true, bn_eps=...}
@@ -37,7 +49,7 @@
  *   A relu after the batchnorm then fuses as well (the epilogue is bias,
  *   batchnorm, relu).
  *
- * The fifth goes the other way, since a weight update has no result: the
+ * The last goes the other way, since a weight update has no result: the
  * update takes over the operands of the weight gradient before it.
  *
  *   %g = dense_grad_weight(%dy, %x)          dense_sgd_update(%dy, %x, %lr, @w, @w.momentum_buffer)
@@ -112,12 +124,29 @@ static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
     return true;
 }
 
-/* relu_grad(maxpool_grad(dy, y), y) */
-static bool fuse_relu_grad(DlcOp *op, DlcOp *def) {
-    if (op->kind != DLC_OP_RELU_GRAD || def->kind != DLC_OP_MAXPOOL_GRAD)
+/* relu_grad(def(...), y): maxpool_grad when y is the pooling's input, which
+ * it reads already; add, slice, dropout_grad, dense_grad_input and
+ * conv2d_grad_input (not for a GPU target, whose kernels do not take it
+ * yet) with y as one more tensor operand, after their own */
+static bool fuse_relu_grad(DlcModule *m, DlcOp *op, DlcOp *def, bool gpu) {
+    if (op->kind != DLC_OP_RELU_GRAD || dlc_op_attr_index(def->kind, "relu_grad") < 0 ||
+        dlc_attr_true(def->kind, def->attrs, "relu_grad"))
         return false;
-    if (def->in[1] != op->in[1] || dlc_attr_true(def->kind, def->attrs, "relu_grad"))
+    DlcValue *y = op->in[1];
+    if (def->kind == DLC_OP_MAXPOOL_GRAD) {
+        if (def->in[1] != y)
+            return false;
+    } else if (gpu) {
         return false;
+    } else {
+        int ntensors = def->nin - def->nparams;
+        DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(def->nin + 1));
+        memcpy(in, def->in, sizeof *in * (size_t)ntensors);
+        in[ntensors] = y;
+        memcpy(in + ntensors + 1, def->in + ntensors, sizeof *in * (size_t)def->nparams);
+        def->in = in;
+        def->nin++;
+    }
     set_attr(def, "relu_grad");
     return true;
 }
@@ -185,7 +214,7 @@ static void fuse_network(DlcModule *m, DlcNetwork *net, bool gpu) {
             net->ops[n++] = op;
             continue;
         }
-        if (!def || !(fuse_activation(op, def, gpu) || fuse_relu_grad(op, def) ||
+        if (!def || !(fuse_activation(op, def, gpu) || fuse_relu_grad(m, op, def, gpu) ||
                       fold_batchnorm(m, op, def))) {
             net->ops[n++] = op;
             continue;

@@ -17,9 +17,12 @@ void DLRT_K(dlrt_conv2d_forward_folded)(const DlrtConv *cv, int64_t n, const DLR
                                         const DLRT_REAL *w, const DLRT_REAL *scale,
                                         const DLRT_REAL *shift, DLRT_REAL *y, DLRT_REAL *work,
                                         int threads);
-/* dx[n,c,h,w] from dy[n,f,oh,ow] and w. */
+/* dx[n,c,h,w] from dy[n,f,oh,ow] and w; with relu_y (may be NULL), the
+ * ReLU's gradient too: zero where relu_y[n,c,h,w] is not positive
+ * (conv2d_grad_input {relu_grad=true}). */
 void DLRT_K(dlrt_conv2d_backward_input)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
-                                        const DLRT_REAL *w, DLRT_REAL *dx, DLRT_REAL *work, int threads);
+                                        const DLRT_REAL *w, const DLRT_REAL *relu_y, DLRT_REAL *dx,
+                                        DLRT_REAL *work, int threads);
 /* dw[f,c/groups,kh,kw], summed over the batch, from dy and x. */
 void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
                                          const DLRT_REAL *x, DLRT_REAL *dw, DLRT_REAL *work, int threads);
@@ -29,9 +32,10 @@ void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DL
 void DLRT_K(dlrt_dense_forward)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *x,
                                 const DLRT_REAL *w, const DLRT_REAL *b, DlrtActivation act,
                                 DLRT_REAL *y);
-/* dx[n,in] = dy[n,out] w[out,in] */
+/* dx[n,in] = dy[n,out] w[out,in]; with relu_y (may be NULL), zero where
+ * relu_y[n,in] is not positive (dense_grad_input {relu_grad=true}). */
 void DLRT_K(dlrt_dense_backward_input)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,
-                                       const DLRT_REAL *w, DLRT_REAL *dx);
+                                       const DLRT_REAL *w, const DLRT_REAL *relu_y, DLRT_REAL *dx);
 /* dw[out,in] = dy^T x, summed over the batch */
 void DLRT_K(dlrt_dense_backward_weight)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,
                                         const DLRT_REAL *x, DLRT_REAL *dw);
@@ -54,6 +58,10 @@ void DLRT_K(dlrt_tanh_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_R
 void DLRT_K(dlrt_add)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b, DLRT_REAL *y);
 /* y = relu(a + b) in one pass (add {relu=true}); y may alias a or b. */
 void DLRT_K(dlrt_add_relu)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b, DLRT_REAL *y);
+/* dx = relu_y > 0 ? a + b : 0, a gradient sum through a ReLU's gradient
+ * (add {relu_grad=true}); dx may alias a, b or relu_y. */
+void DLRT_K(dlrt_add_relu_grad)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b,
+                                const DLRT_REAL *relu_y, DLRT_REAL *dx);
 
 void DLRT_K(dlrt_maxpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
                                   DLRT_REAL *y);
@@ -122,11 +130,12 @@ void DLRT_K(dlrt_batchnorm_backward_weight)(int64_t n, int64_t c, int64_t hw,
                                             const DLRT_REAL *mean, const DLRT_REAL *invstd,
                                             DLRT_REAL *dw);
 /* Dropout in training: mask = 0 with probability p, else 1/(1-p), drawn
- * from seed; y = x mask.  Backward: dx = dy mask. */
+ * from seed; y = x mask.  Backward: dx = dy mask, and with relu_y (may be
+ * NULL) zero where relu_y is not positive (dropout_grad {relu_grad=true}). */
 void DLRT_K(dlrt_dropout_forward)(int64_t count, DLRT_REAL p, uint64_t seed, const DLRT_REAL *x,
                                   DLRT_REAL *y, DLRT_REAL *mask);
 void DLRT_K(dlrt_dropout_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *mask,
-                                   DLRT_REAL *dx);
+                                   const DLRT_REAL *relu_y, DLRT_REAL *dx);
 
 /* Copies a block: for each of outer rows, len floats from src + row *
  * src_stride + src_offset to dst + row * dst_stride + dst_offset.  concat is
@@ -134,6 +143,11 @@ void DLRT_K(dlrt_dropout_backward)(int64_t count, const DLRT_REAL *dy, const DLR
 void DLRT_K(dlrt_copy_rows)(int64_t outer, int64_t len, const DLRT_REAL *src,
                             int64_t src_stride, int64_t src_offset, DLRT_REAL *dst,
                             int64_t dst_stride, int64_t dst_offset);
+/* The same into a dense dst (outer rows of len), zero where relu_y (laid
+ * out as dst) is not positive: slice {relu_grad=true}. */
+void DLRT_K(dlrt_copy_rows_relu_grad)(int64_t outer, int64_t len, const DLRT_REAL *src,
+                                      int64_t src_stride, int64_t src_offset,
+                                      const DLRT_REAL *relu_y, DLRT_REAL *dst);
 
 /* The updates of torch.optim.SGD and torch.optim.Adam for one parameter of
  * count values, in place.  g is the gradient (left unchanged);

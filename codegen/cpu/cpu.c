@@ -267,11 +267,19 @@ static void put_gradient_copy(Cpu *cpu, Out *o, const DlcOp *op, const DlcMemPla
             where(cpu, plan, op->in[0]), (long long)numel(op->in[0]));
 }
 
+/* The operand that holds the ReLU result whose gradient op applies
+ * (relu_grad=true), "NULL" without one. */
+static const char *relu_y(Cpu *cpu, const DlcOp *op) {
+    int k = dlc_op_relu_grad_mask(op);
+    return k < 0 ? "NULL" : dlc_arena_printf(&cpu->arena, "a%d", k);
+}
+
 /* The body of op's function: operands are named a0, a1, ..., results r0. */
 static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     const DlcValue *x = op->nin ? op->in[0] : NULL, *y = op->nout ? op->out[0] : NULL;
     long long ne = x ? (long long)numel(x) : 0;
     const char *count = x && x->type.batched ? "n * " : "";
+    const char *weight = dlc_arena_printf(&cpu->arena, "a%d", op->nin - op->nparams);
     switch (op->kind) {
     case DLC_OP_CONV2D:
         put_conv(o, op, &x->type, &y->type);
@@ -297,7 +305,11 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     }
     case DLC_OP_ADD:
-        put(o, "    dlrt_add%s(%s%lld, a0, a1, r0);\n", dlc_op_fused_relu(op) ? "_relu" : "", count, ne);
+        if (dlc_op_relu_grad_mask(op) >= 0)
+            put(o, "    dlrt_add_relu_grad(%s%lld, a0, a1, a2, r0);\n", count, ne);
+        else
+            put(o, "    dlrt_add%s(%s%lld, a0, a1, r0);\n", dlc_op_fused_relu(op) ? "_relu" : "",
+                count, ne);
         return true;
     case DLC_OP_LEAKY_RELU:
         put(o, "    dlrt_leaky_relu_forward(%s%lld, %s, a0, r0);\n", count, ne,
@@ -362,9 +374,14 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         int64_t before, after;
         around_axis(&x->type, axis, &before, &after);
         int64_t row_x = x->type.dims[axis] * after, row_y = y->type.dims[axis] * after;
-        put(o, "    dlrt_copy_rows(n * %lld, %lld, a0, %lld, %lld, r0, %lld, 0);\n",
-            (long long)before, (long long)row_y, (long long)row_x,
-            (long long)(attr_i(op, "begin") * after), (long long)row_y);
+        if (dlc_op_relu_grad_mask(op) >= 0)
+            put(o, "    dlrt_copy_rows_relu_grad(n * %lld, %lld, a0, %lld, %lld, a1, r0);\n",
+                (long long)before, (long long)row_y, (long long)row_x,
+                (long long)(attr_i(op, "begin") * after));
+        else
+            put(o, "    dlrt_copy_rows(n * %lld, %lld, a0, %lld, %lld, r0, %lld, 0);\n",
+                (long long)before, (long long)row_y, (long long)row_x,
+                (long long)(attr_i(op, "begin") * after), (long long)row_y);
         return true;
     }
     case DLC_OP_SOFTMAX: case DLC_OP_SOFTMAX_GRAD: {
@@ -396,7 +413,8 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             (long long)(numel(x) / y->type.dims[0]));
         return true;
     case DLC_OP_DENSE_GRAD_INPUT:
-        put(o, "    dlrt_dense_backward_input(n, %lld, %lld, a0, a1, r0);\n", (long long)numel(y), ne);
+        put(o, "    dlrt_dense_backward_input(n, %lld, %lld, a0, %s, %s, r0);\n", (long long)numel(y), ne,
+            weight, relu_y(cpu, op));
         return true;
     case DLC_OP_DENSE_GRAD_WEIGHT:
         put(o, "    dlrt_dense_backward_weight(n, %lld, %lld, a0, a1, r0);\n",
@@ -404,7 +422,8 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     case DLC_OP_CONV2D_GRAD_INPUT:
         put_conv(o, op, &y->type, &x->type);
-        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, a1, r0, work, threads);\n");
+        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, %s, %s, r0, work, threads);\n", weight,
+            relu_y(cpu, op));
         return true;
     case DLC_OP_CONV2D_GRAD_WEIGHT:
         put_conv(o, op, &op->in[1]->type, &x->type);
@@ -454,7 +473,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             cfloat(cpu, attr_f(op, "p")));
         return true;
     case DLC_OP_DROPOUT_GRAD:
-        put(o, "    dlrt_dropout_backward(n * %lld, a0, a1, r0);\n", ne);
+        put(o, "    dlrt_dropout_backward(n * %lld, a0, a1, %s, r0);\n", ne, relu_y(cpu, op));
         return true;
     case DLC_OP_PARAM_GRAD:
         return true; /* the optimizer pass did not run: only NAME_gradients keeps them */

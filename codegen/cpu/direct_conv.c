@@ -265,15 +265,26 @@ static void put_workers(Out *o, const char *real, const char *macs, const char *
 /* The epilogue of a result element v of filter f, as two C fragments:
  * what follows v's sum (the bias, or a folded batchnorm's scale and shift;
  * bn_scale and bn_shift come from cpu.c) and the value stored (after a
- * fused ReLU). */
+ * fused activation, or an input gradient's fused ReLU gradient, which reads
+ * the ReLU's result ym[ox] at the element: relu_y names that operand). */
 typedef struct Epilogue {
-    const char *add, *store;
+    const char *add, *store, *relu_y;
 } Epilogue;
+
+/* The weight operand (after the tensors: a1, or a2 after the ReLU result
+ * of a fused relu_grad) */
+static const char *weight(const DlcOp *op) {
+    static const char *const names[] = {"a0", "a1", "a2", "a3"};
+    return names[op->nin - op->nparams];
+}
 
 static Epilogue epilogue(const DlcOp *op, const char *real) {
     bool bias = op->kind == DLC_OP_CONV2D && dlc_op_bias(op);
     bool f32 = strcmp(real, "float") == 0;
     const char *store = "v";
+    if (dlc_op_relu_grad_mask(op) >= 0) /* conv2d_grad_input (dy, y, @w) */
+        return (Epilogue){.add = "", .store = "ym[ox] > 0 ? v : 0 /* as relu_backward */",
+                          .relu_y = "a1"};
     switch (dlc_op_fused_activation(op)) {
     case DLC_OP_RELU: store = "v < 0 ? 0 : v /* NaN stays NaN, as in relu_forward */"; break;
     /* the functions libdlrt's sigmoid_forward and tanh_forward call through
@@ -356,10 +367,10 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
                "            for (int ki = 0; ki < KH; ki++)\n"
                "                for (int kj = 0; kj < KW; kj++)\n"
                "                    wk[((c * CI + f) * KH + ki) * KW + kj] =\n"
-               "                        a1[((f * CO + c) * KH + KH - 1 - ki) * KW + KW - 1 - kj];\n",
-            real);
+               "                        %s[((f * CO + c) * KH + KH - 1 - ki) * KW + KW - 1 - kj];\n",
+            real, weight(op));
     } else
-        put(o, "    const %s *restrict wk = a1;\n", real);
+        put(o, "    const %s *restrict wk = %s;\n", real, weight(op));
     put_workers(o, real, "(CO * K * OH * OW)", "OH", "a0", "CI * XPS");
     put(o, "            const %s *xp = mine;\n"
            "            %s *yp = mine + CI * XPS;\n"
@@ -399,15 +410,18 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
     put(o, "            for (int f = 0; f < CO; f++)\n"
            "                for (int oy = u0; oy < u1; oy++) {\n"
            "                    const %s *src = yp + f * PT + oy * WP;\n"
-           "                    %s *dst = r0 + (s * CO + f) * (OH * OW) + oy * OW;\n"
-           "                    for (int ox = 0; ox < OW; ox++) {\n"
+           "                    %s *dst = r0 + (s * CO + f) * (OH * OW) + oy * OW;\n", real, real);
+    if (e.relu_y)
+        put(o, "                    const %s *ym = %s + (s * CO + f) * (OH * OW) + oy * OW;\n", real,
+            e.relu_y);
+    put(o, "                    for (int ox = 0; ox < OW; ox++) {\n"
            "                        %s v = src[ox]%s;\n"
            "                        dst[ox] = %s;\n"
            "                    }\n"
            "                }\n"
            "        }\n"
            "    }\n",
-        real, real, real, e.add, e.store);
+        real, e.add, e.store);
 }
 
 /* After a weight gradient's parallel region: dw[f][k] is the sum of the
@@ -510,8 +524,9 @@ static void put_filter_lanes_weight_gradient(Out *o, const char *real) {
     put_worker_sums(o, real, "CI * XPS + P * CO + k * CO + f"); /* back to [f][k] */
 }
 
-/* conv2d_grad_input with scatter: dx from dy (a0) and w (a1). */
-static void put_scatter_product(Out *o, const char *real) {
+/* conv2d_grad_input with scatter: dx from dy (a0) and w (a1, or a2 after
+ * the ReLU result a1 of a fused relu_grad). */
+static void put_scatter_product(Out *o, const DlcOp *op, const char *real) {
     put_workers(o, real, "(CI * K * H * W)", NULL, NULL, "CI * PT");
     put(o, "            /* dy's rows in the padded width (the rest stays zero), and the\n"
            "               padded input gradient */\n"
@@ -529,7 +544,7 @@ static void put_scatter_product(Out *o, const char *real) {
            "                            for (int i = 0; i < FB; i++)\n"
            "                                for (int j = 0; j < PB / L; j++)\n"
            "                                    acc[i][j] = (vec){0};\n"
-           "                            const %s *wt = a1 + (c0 * KH + ki) * KW + kj;\n"
+           "                            const %s *wt = %s + (c0 * KH + ki) * KW + kj;\n"
            "                            for (int f = 0; f < CI; f++) {\n"
            "                                vec dv[PB / L];\n"
            "                                for (int j = 0; j < PB / L; j++) {\n"
@@ -547,13 +562,31 @@ static void put_scatter_product(Out *o, const char *real) {
            "                                for (int j = 0; j < PB / L; j++)\n"
            "                                    *(vecu *)(d + j * L) += acc[i][j];\n"
            "                            }\n"
-           "                        }\n"
-           "            for (int c = 0; c < CO; c++)\n"
-           "                for (int oy = 0; oy < OH; oy++)\n"
-           "                    memcpy(r0 + ((s * CO + c) * OH + oy) * OW, dxp + c * XPS + (oy + PH) * WP + PW,\n"
-           "                           sizeof *r0 * OW);\n"
-           "        }\n"
-           "    }\n", real, real, real, real);
+           "                        }\n", real, real, weight(op), real, real);
+    /* the crop into dx, through the ReLU's gradient when one is fused.  The
+       element is loaded before the select, not in it: with the load inside
+       the select (a masked load once vectorized), GCC 12 at -O3
+       -march=native on an AVX2 machine compiled this function into one that
+       gave wrong gradients in f64 (gradcheck found it; a copy of the
+       function alone reproduced it, not at -O2 nor without vectorization);
+       the cause is not known */
+    if (dlc_op_relu_grad_mask(op) >= 0)
+        put(o, "            for (int c = 0; c < CO; c++)\n"
+               "                for (int oy = 0; oy < OH; oy++) {\n"
+               "                    int64_t at = ((s * CO + c) * OH + oy) * OW;\n"
+               "                    const %s *src = dxp + c * XPS + (oy + PH) * WP + PW;\n"
+               "                    for (int ox = 0; ox < OW; ox++) {\n"
+               "                        %s v = src[ox];\n"
+               "                        r0[at + ox] = a1[at + ox] > 0 ? v : 0; /* as relu_backward */\n"
+               "                    }\n"
+               "                }\n", real, real);
+    else
+        put(o, "            for (int c = 0; c < CO; c++)\n"
+               "                for (int oy = 0; oy < OH; oy++)\n"
+               "                    memcpy(r0 + ((s * CO + c) * OH + oy) * OW, dxp + c * XPS + (oy + PH) * WP + PW,\n"
+               "                           sizeof *r0 * OW);\n");
+    put(o, "        }\n"
+           "    }\n");
 }
 
 void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
@@ -572,7 +605,7 @@ void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real) {
     Geometry g = geometry(op, real);
     put_prologue(o, &g, real);
     if (g.scatter)
-        put_scatter_product(o, real);
+        put_scatter_product(o, op, real);
     else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         put_filter_lanes_weight_gradient(o, real);
     else if (g.filter_lanes)

@@ -1348,6 +1348,12 @@ static void gemm(NvKernels *nk, const DlcOp *op, const char *tag) {
 /* ---- the dispatch ----------------------------------------------------------------- */
 
 bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
+    if (op->kind != DLC_OP_MAXPOOL_GRAD && dlc_op_relu_grad_mask(op) >= 0) {
+        /* the fuse pass merges relu_grad into maxpool_grad only for a GPU target */
+        dlc_error(nk->ctx, op->loc, "nvptx: %s with a fused relu_grad has no GPU kernel yet",
+                  dlc_op_info(op->kind)->name);
+        return false;
+    }
     switch (op->kind) {
     case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: case DLC_OP_LEAKY_RELU:
     case DLC_OP_ADD: case DLC_OP_RELU_GRAD: case DLC_OP_SIGMOID_GRAD: case DLC_OP_TANH_GRAD:

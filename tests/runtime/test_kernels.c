@@ -130,6 +130,25 @@ static double *dalloc(int64_t count) {
     return p;
 }
 
+/* A ReLU's result, for the kernels with its gradient fused in: mostly
+ * uniform in [-1, 1), and some of the values at the mask's edge: 0, -0,
+ * the smallest positive, NaN. */
+static void fill_relu_result(DlrtRng *rng, float *y, int64_t count) {
+    static const float edge[] = {0.0f, -0.0f, 1e-45f, NAN};
+    for (int64_t i = 0; i < count; i++) {
+        uint64_t pick = dlrt_rng_next(rng) % 8;
+        y[i] = pick < 4 ? edge[pick] : 2.0f * dlrt_rng_uniform(rng) - 1.0f;
+    }
+}
+
+/* Whether a kernel with a ReLU's gradient fused in (fused) gave the bits of
+ * the kernel without it (plain, overwritten) followed by relu_backward. */
+static bool same_as_relu_backward(const float *fused, float *plain, const float *relu_y,
+                                  int64_t count) {
+    dlrt_relu_backward(count, plain, relu_y, plain);
+    return memcmp(fused, plain, sizeof *plain * (size_t)count) == 0;
+}
+
 /* Uniform values in [-1, 1), into f and, when d is not NULL, d. */
 static void fill_random(DlrtRng *rng, float *f, double *d, int64_t count) {
     for (int64_t i = 0; i < count; i++) {
@@ -634,7 +653,17 @@ static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
 
     double *b = ctx.b;
     ctx.b = NULL;
-    dlrt_conv2d_backward_input(&cv, n, ctx.dyf, ctx.wf, dx, ctx.work, dlrt_threads());
+    dlrt_conv2d_backward_input(&cv, n, ctx.dyf, ctx.wf, NULL, dx, ctx.work, dlrt_threads());
+    {
+        float *relu_y = falloc(nx), *fused = falloc(nx), *plain = falloc(nx);
+        fill_relu_result(rng, relu_y, nx);
+        memcpy(plain, dx, sizeof *dx * (size_t)nx);
+        dlrt_conv2d_backward_input(&cv, n, ctx.dyf, ctx.wf, relu_y, fused, ctx.work,
+                                   dlrt_threads());
+        snprintf(tail, room, "backward input with relu_grad");
+        CHECK(t, same_as_relu_backward(fused, plain, relu_y, nx));
+        free(relu_y), free(fused), free(plain);
+    }
     fd_grad(conv_loss_ref, &ctx, ctx.x, nx, 1e-3, want);
     snprintf(tail, room, "backward input vs double differences");
     CHECK_CLOSE(t, what, dx, want, nx, 1e-4);
@@ -745,7 +774,15 @@ static void test_dense_case(Tally *t, DlrtRng *rng, int64_t n, int64_t in, int64
         want[i] -= ctx.b[i % out];
     CHECK_CLOSE(t, "dense forward without bias", y, want, n * out, 1e-5);
 
-    dlrt_dense_backward_input(n, in, out, dy, w, dx);
+    dlrt_dense_backward_input(n, in, out, dy, w, NULL, dx);
+    {
+        float *relu_y = falloc(n * in), *fused = falloc(n * in), *plain = falloc(n * in);
+        fill_relu_result(rng, relu_y, n * in);
+        memcpy(plain, dx, sizeof *dx * (size_t)(n * in));
+        dlrt_dense_backward_input(n, in, out, dy, w, relu_y, fused);
+        CHECK(t, same_as_relu_backward(fused, plain, relu_y, n * in));
+        free(relu_y), free(fused), free(plain);
+    }
     fd_grad(dense_loss_ref, &ctx, ctx.x, n * in, 1e-3, want);
     CHECK_CLOSE(t, "dense backward input", dx, want, n * in, 1e-4);
     dlrt_dense_backward_weight(n, in, out, dy, x, dw);
@@ -1083,6 +1120,38 @@ static void test_softmax(Tally *t, DlrtRng *rng) {
     CHECK_CLOSE(t, "softmax of huge logits", y, want, 3, 1e-6);
 }
 
+/* The elementwise kernels with a ReLU's gradient fused in (add, dropout's
+ * gradient, a slice): the bits of the kernel and then relu_backward, also
+ * in place, over the threads' split (5000 elements). */
+static void test_relu_grad_fused(Tally *t, DlrtRng *rng) {
+    enum { COUNT = 5000, ROWS = 50, LEN = 100, STRIDE = 130, OFFSET = 17 };
+    float *a = falloc(COUNT), *b = falloc(COUNT), *relu_y = falloc(COUNT);
+    float *plain = falloc(COUNT), *fused = falloc(COUNT), *src = falloc(ROWS * STRIDE);
+    fill_random(rng, a, NULL, COUNT);
+    fill_random(rng, b, NULL, COUNT);
+    fill_random(rng, src, NULL, ROWS * STRIDE);
+    fill_relu_result(rng, relu_y, COUNT);
+
+    dlrt_add(COUNT, a, b, plain);
+    dlrt_add_relu_grad(COUNT, a, b, relu_y, fused);
+    CHECK(t, same_as_relu_backward(fused, plain, relu_y, COUNT));
+    memcpy(fused, a, sizeof *a * COUNT); /* in place over the first operand */
+    dlrt_add_relu_grad(COUNT, fused, b, relu_y, fused);
+    dlrt_add(COUNT, a, b, plain);
+    CHECK(t, same_as_relu_backward(fused, plain, relu_y, COUNT));
+
+    for (int64_t i = 0; i < COUNT; i++) /* a dropout mask: 0 or 1 / (1 - p) */
+        b[i] = dlrt_rng_next(rng) % 2 ? 2.0f : 0.0f;
+    dlrt_dropout_backward(COUNT, a, b, NULL, plain);
+    dlrt_dropout_backward(COUNT, a, b, relu_y, fused);
+    CHECK(t, same_as_relu_backward(fused, plain, relu_y, COUNT));
+
+    dlrt_copy_rows(ROWS, LEN, src, STRIDE, OFFSET, plain, LEN, 0);
+    dlrt_copy_rows_relu_grad(ROWS, LEN, src, STRIDE, OFFSET, relu_y, fused);
+    CHECK(t, same_as_relu_backward(fused, plain, relu_y, ROWS * LEN));
+    free(a), free(b), free(relu_y), free(plain), free(fused), free(src);
+}
+
 static void test_copy_rows(Tally *t) {
     /* concat of [2,2] and [2,3] into [2,5], then slice it back */
     float a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8, 9, 10}, y[10], a2[4], b2[6];
@@ -1207,6 +1276,7 @@ static int run_unit_tests(void) {
     test_losses_f64(&t, &rng);
     test_batchnorm_f64(&t, &rng);
     test_copy_rows(&t);
+    test_relu_grad_fused(&t, &rng);
     printf("%d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
 }
@@ -1346,7 +1416,7 @@ static void run_case(Case *c) {
         float *work = falloc(dlrt_conv2d_workspace(&cv, dlrt_threads()));
         if (!c->error[0]) {
             dlrt_conv2d_forward(&cv, n, x, w, b, output(c, "y", ny), work, dlrt_threads());
-            dlrt_conv2d_backward_input(&cv, n, dy, w, output(c, "dx", nx), work, dlrt_threads());
+            dlrt_conv2d_backward_input(&cv, n, dy, w, NULL, output(c, "dx", nx), work, dlrt_threads());
             dlrt_conv2d_backward_weight(&cv, n, dy, x, output(c, "dw", nw), work, dlrt_threads());
             dlrt_bias_backward(n, cv.f, cv.oh * cv.ow, dy, output(c, "db", cv.f));
         }
@@ -1358,7 +1428,7 @@ static void run_case(Case *c) {
         const float *b = has_input(c, "b") ? input(c, "b", out) : NULL;
         if (!c->error[0]) {
             dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, output(c, "y", n * out));
-            dlrt_dense_backward_input(n, in, out, dy, w, output(c, "dx", n * in));
+            dlrt_dense_backward_input(n, in, out, dy, w, NULL, output(c, "dx", n * in));
             dlrt_dense_backward_weight(n, in, out, dy, x, output(c, "dw", out * in));
             dlrt_bias_backward(n, out, 1, dy, output(c, "db", out));
         }
