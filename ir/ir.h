@@ -194,7 +194,7 @@ typedef struct DlcAttr {
     };
 } DlcAttr;
 
-#define DLC_MAX_ATTRS 16
+#define DLC_MAX_ATTRS 20
 
 /* One attribute of an op's schema, parsed from the table's schema string. */
 typedef struct DlcAttrSpec {
@@ -378,8 +378,9 @@ struct DlcOp {
 /* Whether op has a ReLU fused into it (relu=true: conv2d, dense, batchnorm,
  * batchnorm_train, add; see passes/fuse.c).  In ops.c, beside the schemas. */
 bool dlc_op_fused_relu(const DlcOp *op);
-/* The activation fused into op: DLC_OP_RELU, DLC_OP_SIGMOID or DLC_OP_TANH
- * (relu=true, sigmoid=true, tanh=true), or DLC_OP_COUNT for none. */
+/* The activation fused into op: DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH or
+ * DLC_OP_LEAKY_RELU (relu=true, sigmoid=true, tanh=true, leaky_relu=true
+ * with its slope), or DLC_OP_COUNT for none. */
 DlcOpKind dlc_op_fused_activation(const DlcOp *op);
 /* The operand index of the ReLU result y whose gradient op passes its
  * result through (relu_grad=true: relu_grad(op(...), y)), or -1. */

@@ -52,7 +52,7 @@ static void parse_default(DlcOpInfo *op, DlcAttrSpec *spec, const char *text) {
 
 /* Parses "name:type[=default] ..." into op->attrs. */
 static void parse_schema(DlcOpInfo *op) {
-    static char storage[DLC_OP_COUNT][256];
+    static char storage[DLC_OP_COUNT][512];
     char *buf = storage[op - op_table];
     if (strlen(op->schema) >= sizeof storage[0])
         dlc_unreachable("ops.def: schema of %s too long", op->name);
@@ -137,7 +137,7 @@ int dlc_op_relu_grad_mask(const DlcOp *op) {
 }
 
 DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
-    static const DlcOpKind acts[] = {DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH};
+    static const DlcOpKind acts[] = {DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH, DLC_OP_LEAKY_RELU};
     for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) /* the attribute is the op's name */
         if (dlc_attr_true(op->kind, op->attrs, dlc_op_info(acts[k])->name))
             return acts[k];

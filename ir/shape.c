@@ -231,13 +231,25 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
     return !why;
 }
 
-/* A fused activation (relu, sigmoid, tanh: passes/fuse.c) is one at most. */
+/* A fused activation (relu, sigmoid, tanh, leaky_relu: passes/fuse.c) is one
+ * at most; a fused leaky ReLU's slope is not negative, since its gradient
+ * is computed from the result, whose sign is then the input's. */
 static bool want_one_activation(DlcInfer *inf) {
-    if (A("relu").b + A("sigmoid").b + A("tanh").b <= 1)
-        return true;
-    dlc_error(inf->ctx, inf->loc, "%s: relu, sigmoid and tanh exclude each other; set one at most",
-              dlc_op_info(inf->kind)->name);
-    return false;
+    if (A("relu").b + A("sigmoid").b + A("tanh").b + A("leaky_relu").b > 1) {
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: relu, sigmoid, tanh and leaky_relu exclude each other; set one at most",
+                  dlc_op_info(inf->kind)->name);
+        return false;
+    }
+    if (A("leaky_relu").b && !(A("slope").f >= 0)) {
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: leaky_relu=true needs a slope of 0 or more, got %g (its gradient is "
+                  "computed from the result); write %s(...) -> leaky_relu(%g)",
+                  dlc_op_info(inf->kind)->name, A("slope").f, dlc_op_info(inf->kind)->name,
+                  A("slope").f);
+        return false;
+    }
+    return true;
 }
 
 bool dlc_infer_conv2d(DlcInfer *inf) {

@@ -89,18 +89,24 @@ static bool needs(Autodiff *ad, const DlcValue *v) {
     return dlc_map_get(&ad->needs, v->name) != NULL;
 }
 
-/* dy through the activation fused into op (relu=true, sigmoid=true or
- * tanh=true, as the fuse pass or a user writes it), which comes after the
- * op proper; dy itself without one.  Each gradient reads the op's result. */
+/* dy through the activation fused into op (relu=true, sigmoid=true,
+ * tanh=true or leaky_relu=true, as the fuse pass or a user writes it),
+ * which comes after the op proper; dy itself without one.  Each gradient
+ * reads the op's result. */
 static DlcValue *through_fused_activation(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
     DlcOpKind act = dlc_op_fused_activation(op);
     if (act == DLC_OP_COUNT)
         return dy;
     DlcOpKind grad = act == DLC_OP_RELU      ? DLC_OP_RELU_GRAD
                      : act == DLC_OP_SIGMOID ? DLC_OP_SIGMOID_GRAD
-                                             : DLC_OP_TANH_GRAD;
+                     : act == DLC_OP_TANH    ? DLC_OP_TANH_GRAD
+                                             : DLC_OP_LEAKY_RELU_GRAD;
     DlcValue *y = op->out[0];
-    return emit(ad, grad, (DlcValue *[]){dy, y}, 2, 0, NULL, &y->type,
+    /* leaky_relu_grad from y, not x: the verifier allows no negative
+       slope, so y > 0 exactly where x > 0 */
+    DlcAttr attrs[DLC_MAX_ATTRS];
+    attrs_like(grad, op, attrs); /* the slope, for leaky_relu_grad */
+    return emit(ad, grad, (DlcValue *[]){dy, y}, 2, 0, attrs, &y->type,
                 dlc_arena_printf(&ad->m->arena, "%s.%s", y->name, dlc_op_info(grad)->name),
                 op->loc);
 }
@@ -159,11 +165,17 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
                                grad_name(ad, x), loc), loc);
         return;
     }
-    case DLC_OP_LEAKY_RELU: /* from x: with a negative slope, y's sign is not x's */
+    case DLC_OP_LEAKY_RELU: {
+        /* from y where the slope is not negative (y > 0 exactly where x > 0,
+           the same bits), which leaves x free to die and the leaky ReLU free
+           to fuse into the op computing x; from x otherwise (y's sign is
+           then not x's) */
         attrs_like(DLC_OP_LEAKY_RELU_GRAD, op, attrs);
-        accumulate(ad, x, emit(ad, DLC_OP_LEAKY_RELU_GRAD, (DlcValue *[]){dy, x}, 2, 0, attrs,
+        DlcValue *from = attrs[dlc_op_attr_index(DLC_OP_LEAKY_RELU_GRAD, "slope")].f >= 0 ? y : x;
+        accumulate(ad, x, emit(ad, DLC_OP_LEAKY_RELU_GRAD, (DlcValue *[]){dy, from}, 2, 0, attrs,
                                &x->type, grad_name(ad, x), loc), loc);
         return;
+    }
     case DLC_OP_LRN:
         attrs_like(DLC_OP_LRN_GRAD, op, attrs);
         accumulate(ad, x, emit(ad, DLC_OP_LRN_GRAD, (DlcValue *[]){dy, x, y}, 3, 0, attrs,

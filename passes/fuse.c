@@ -9,9 +9,11 @@
  *
  *   relu into the op before it: conv2d, dense, batchnorm, batchnorm_train
  *   (whose other results, the batch statistics, stay as they are) and add
- *   (the end of a residual block, an elementwise chain); sigmoid and tanh
- *   into a conv2d or dense (sigmoid=true, tanh=true), except where the
- *   pipeline feeds the GPU, whose kernels apply a ReLU only.  An op takes
+ *   (the end of a residual block, an elementwise chain); sigmoid, tanh and
+ *   leaky_relu into a conv2d or dense (sigmoid=true, tanh=true,
+ *   leaky_relu=true with its slope, which must not be negative, since the
+ *   gradient is then computed from the result), except where the pipeline
+ *   feeds the GPU, whose kernels apply a ReLU only.  An op takes
  *   one activation at most.  The CPU code
  *   applies the ReLU to each sample's output right after its product, while
  *   it is in the caches (a dense layer's workers each to its own block of
@@ -104,16 +106,21 @@ static DlcOp *sole_producer(const DlcOp *consumer, const DlcMap *uses) {
     return (intptr_t)dlc_map_get(uses, x->name) == 1 ? x->def : NULL;
 }
 
-/* relu after an op with a relu attribute, or sigmoid or tanh after a
- * conv2d or dense (not for a GPU target, whose kernels apply a ReLU
- * only), when the op has no activation yet */
+/* relu after an op with a relu attribute, or sigmoid, tanh or leaky_relu
+ * (with a slope of 0 or more: its gradient is then computed from the
+ * result) after a conv2d or dense (not for a GPU target, whose kernels
+ * apply a ReLU only), when the op has no activation yet */
 static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
     bool conv_or_dense = def->kind == DLC_OP_CONV2D || def->kind == DLC_OP_DENSE;
+    double slope = 0;
+    if (op->kind == DLC_OP_LEAKY_RELU)
+        slope = op->attrs[dlc_op_attr_index(op->kind, "slope")].f;
     if (op->kind == DLC_OP_RELU) {
         if (!conv_or_dense && def->kind != DLC_OP_ADD && def->kind != DLC_OP_BATCHNORM &&
             def->kind != DLC_OP_BATCHNORM_TRAIN)
             return false;
-    } else if (op->kind != DLC_OP_SIGMOID && op->kind != DLC_OP_TANH) {
+    } else if (op->kind != DLC_OP_SIGMOID && op->kind != DLC_OP_TANH &&
+               !(op->kind == DLC_OP_LEAKY_RELU && slope >= 0)) {
         return false;
     } else if (!conv_or_dense || gpu) {
         return false;
@@ -121,6 +128,8 @@ static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
     if (dlc_op_fused_activation(def) != DLC_OP_COUNT)
         return false;
     set_attr(def, dlc_op_info(op->kind)->name);
+    if (op->kind == DLC_OP_LEAKY_RELU)
+        def->attrs[dlc_op_attr_index(def->kind, "slope")].f = slope;
     return true;
 }
 

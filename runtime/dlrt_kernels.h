@@ -28,10 +28,10 @@ void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DL
                                          const DLRT_REAL *x, DLRT_REAL *dw, DLRT_REAL *work, int threads);
 
 /* y[n,out] = act(x[n,in] w[out,in]^T + b[out]) (b may be NULL) (torch.nn.Linear,
- * then the activation act). */
+ * then the activation act; slope is DLRT_ACT_LEAKY_RELU's). */
 void DLRT_K(dlrt_dense_forward)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *x,
                                 const DLRT_REAL *w, const DLRT_REAL *b, DlrtActivation act,
-                                DLRT_REAL *y);
+                                DLRT_REAL slope, DLRT_REAL *y);
 /* dx[n,in] = dy[n,out] w[out,in]; with relu_y (may be NULL), zero where
  * relu_y[n,in] is not positive (dense_grad_input {relu_grad=true}). */
 void DLRT_K(dlrt_dense_backward_input)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,

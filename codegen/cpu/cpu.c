@@ -163,14 +163,18 @@ static const char *ctype(const Cpu *cpu, const DlcValue *v) {
 
 /* ---- one function per op -------------------------------------------------- */
 
-/* A C literal of the element type for x: "0.9f", "1e-08f", "0.0f" (f32);
- * "0.9", "1e-08", "0.0" (f64). */
-static const char *cfloat(Cpu *cpu, double x) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.9g", x);
+void dlc_cpu_literal(char buf[DLC_CPU_LITERAL_MAX], double x, bool f64) {
+    snprintf(buf, DLC_CPU_LITERAL_MAX - 3, "%.9g", x);
     if (!strpbrk(buf, ".eEn"))
         strcat(buf, ".0");
-    return dlc_arena_printf(&cpu->arena, "%s%s", buf, cpu->f64 ? "" : "f");
+    if (!f64)
+        strcat(buf, "f");
+}
+
+static const char *cfloat(Cpu *cpu, double x) {
+    char buf[DLC_CPU_LITERAL_MAX];
+    dlc_cpu_literal(buf, x, cpu->f64);
+    return dlc_arena_printf(&cpu->arena, "%s", buf);
 }
 
 static int64_t attr_i(const DlcOp *op, const char *name) {
@@ -192,23 +196,33 @@ static const char *activation(const DlcOp *op) {
     case DLC_OP_RELU: return "DLRT_ACT_RELU";
     case DLC_OP_SIGMOID: return "DLRT_ACT_SIGMOID";
     case DLC_OP_TANH: return "DLRT_ACT_TANH";
+    case DLC_OP_LEAKY_RELU: return "DLRT_ACT_LEAKY_RELU";
     default: return "DLRT_ACT_NONE";
     }
 }
 
+/* The slope of op's fused leaky ReLU as a literal of the element type (the
+ * one the separate op's kernel gets), "0" without one. */
+static const char *leaky_slope(Cpu *cpu, const DlcOp *op) {
+    if (dlc_op_fused_activation(op) != DLC_OP_LEAKY_RELU)
+        return "0";
+    return cfloat(cpu, op->attrs[dlc_op_attr_index(op->kind, "slope")].f);
+}
+
 /* A DlrtConv for a convolution with input type x and output type y. */
-static void put_conv(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
+static void put_conv(Cpu *cpu, Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
     const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
                   *p = attr_pair(op, "pad"), *d = attr_pair(op, "dilation");
     put(o, "    static const DlrtConv cv = {.c = %lld, .h = %lld, .w = %lld, .f = %lld, "
            ".oh = %lld, .ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, "
            ".ph = %lld, .pw = %lld, .dh = %lld, .dw = %lld, .groups = %lld,\n"
-           "        .act = %s};\n",
+           "        .act = %s%s%s};\n",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         (long long)d[0], (long long)d[1], (long long)attr_i(op, "groups"),
-        activation(op));
+        activation(op), dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU ? ", .slope = " : "",
+        dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU ? leaky_slope(cpu, op) : "");
 }
 
 static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
@@ -282,7 +296,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     const char *weight = dlc_arena_printf(&cpu->arena, "a%d", op->nin - op->nparams);
     switch (op->kind) {
     case DLC_OP_CONV2D:
-        put_conv(o, op, &x->type, &y->type);
+        put_conv(cpu, o, op, &x->type, &y->type);
         if (dlc_op_folded_batchnorm(op) >= 0)
             put(o, "    dlrt_conv2d_forward_folded(&cv, n, a0, a1, bn_scale, bn_shift, r0, work, threads);\n");
         else
@@ -290,8 +304,9 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
                 dlc_op_bias(op) ? "a2" : "NULL");
         return true;
     case DLC_OP_DENSE:
-        put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, %s, r0);\n", ne,
-            (long long)numel(y), op->nparams == 2 ? "a2" : "NULL", activation(op));
+        put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, %s, %s, r0);\n", ne,
+            (long long)numel(y), op->nparams == 2 ? "a2" : "NULL", activation(op),
+            leaky_slope(cpu, op));
         return true;
     case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: {
         const char *f = op->kind == DLC_OP_RELU ? "relu" : op->kind == DLC_OP_SIGMOID ? "sigmoid" : "tanh";
@@ -421,12 +436,12 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             (long long)numel(op->in[1]), ne);
         return true;
     case DLC_OP_CONV2D_GRAD_INPUT:
-        put_conv(o, op, &y->type, &x->type);
+        put_conv(cpu, o, op, &y->type, &x->type);
         put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, %s, %s, r0, work, threads);\n", weight,
             relu_y(cpu, op));
         return true;
     case DLC_OP_CONV2D_GRAD_WEIGHT:
-        put_conv(o, op, &op->in[1]->type, &x->type);
+        put_conv(cpu, o, op, &op->in[1]->type, &x->type);
         put(o, "    dlrt_conv2d_backward_weight(&cv, n, a0, a1, r0, work, threads);\n");
         return true;
     case DLC_OP_SGD_UPDATE:
@@ -780,7 +795,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
                 put(o, "    int64_t w = %lld + %lld * (int64_t)threads;\n", (long long)shared,
                     (long long)slice);
             } else {
-                put_conv(o, op, x, y);
+                put_conv(cpu, o, op, x, y);
                 put(o, "    int64_t w = dlrt_conv2d_workspace(&cv, threads);\n");
             }
             put(o, "    if (w > most)\n        most = w;\n    }\n");

@@ -291,6 +291,9 @@ static Epilogue epilogue(const DlcOp *op, const char *real) {
        <tgmath.h> for the element type, so the bits are the same */
     case DLC_OP_SIGMOID: store = f32 ? "1 / (1 + expf(-v))" : "1 / (1 + exp(-v))"; break;
     case DLC_OP_TANH: store = f32 ? "tanhf(v)" : "tanh(v)"; break;
+    /* slope: dlc_cpu_direct_conv declares it, as the literal libdlrt's
+       leaky_relu_forward would get */
+    case DLC_OP_LEAKY_RELU: store = "v > 0 ? v : slope * v"; break;
     default: break;
     }
     return (Epilogue){
@@ -604,6 +607,12 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
 void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real) {
     Geometry g = geometry(op, real);
     put_prologue(o, &g, real);
+    if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU) {
+        char slope[DLC_CPU_LITERAL_MAX];
+        dlc_cpu_literal(slope, op->attrs[dlc_op_attr_index(op->kind, "slope")].f,
+                        strcmp(real, "double") == 0);
+        put(o, "    const %s slope = %s; /* the fused leaky ReLU's */\n", real, slope);
+    }
     if (g.scatter)
         put_scatter_product(o, op, real);
     else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)

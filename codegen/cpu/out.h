@@ -18,6 +18,13 @@ typedef struct Out {
 /* printf to o (a line of at most 4 KiB). */
 __attribute__((format(printf, 2, 3))) void dlc_cpu_put(Out *o, const char *fmt, ...);
 
+/* cpu.c: a C literal of the element type for x into buf: "0.9f", "1e-08f",
+ * "0.0f" (f32); "0.9", "1e-08", "0.0" (f64).  Every constant of the
+ * generated code is written so, so that an op fused into another gets the
+ * very value it would get as an op of its own. */
+enum { DLC_CPU_LITERAL_MAX = 64 };
+void dlc_cpu_literal(char buf[DLC_CPU_LITERAL_MAX], double x, bool f64);
+
 /* direct_conv.c: a convolution op the tile pass gave a tile (vector > 0),
  * computed by dlc's own loops.  The body of its function, whose operands
  * are a0, a1 (, a2), its result r0, scratch `work` and `threads`, for

@@ -629,18 +629,21 @@ static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
 
     /* each fused activation: the bits of the convolution and then the
      * activation's own kernel */
-    for (DlrtActivation act = DLRT_ACT_RELU; act <= DLRT_ACT_TANH; act++) {
+    for (DlrtActivation act = DLRT_ACT_RELU; act <= DLRT_ACT_LEAKY_RELU; act++) {
         float *fused = falloc(ny);
         DlrtConv with = cv;
         with.act = act;
+        with.slope = 0.1f; /* as generated code writes it: the float's value */
         dlrt_conv2d_forward(&cv, n, ctx.xf, ctx.wf, bf, ctx.yf, ctx.work, dlrt_threads());
         dlrt_conv2d_forward(&with, n, ctx.xf, ctx.wf, bf, fused, ctx.work, dlrt_threads());
         if (act == DLRT_ACT_RELU)
             dlrt_relu_forward(ny, ctx.yf, ctx.yf);
         else if (act == DLRT_ACT_SIGMOID)
             dlrt_sigmoid_forward(ny, ctx.yf, ctx.yf);
-        else
+        else if (act == DLRT_ACT_TANH)
             dlrt_tanh_forward(ny, ctx.yf, ctx.yf);
+        else
+            dlrt_leaky_relu_forward(ny, 0.1f, ctx.yf, ctx.yf);
         snprintf(tail, room, "forward with fused activation %d", (int)act);
         CHECK(t, memcmp(fused, ctx.yf, sizeof *fused * (size_t)ny) == 0);
         free(fused);
@@ -746,30 +749,34 @@ static void test_dense_case(Tally *t, DlrtRng *rng, int64_t n, int64_t in, int64
     fill_random(rng, b, ctx.b, out);
     fill_random(rng, dy, ctx.dy, n * out);
 
-    dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, y);
+    dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, 0, y);
     for (int64_t i = 0; i < n; i++)
         for (int64_t o = 0; o < out; o++)
             want[i * out + o] = ctx.b[o] + dot(ctx.x + i * in, ctx.w + o * in, in);
     CHECK_CLOSE(t, "dense forward", y, want, n * out, 1e-5);
-    dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_RELU, y);
+    dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_RELU, 0, y);
     for (int64_t i = 0; i < n * out; i++)
         relu_want[i] = want[i] < 0 ? 0 : want[i];
     CHECK_CLOSE(t, "dense forward with relu", y, relu_want, n * out, 1e-5);
-    /* a fused sigmoid or tanh: the bits of the dense layer and then the
+    /* a fused sigmoid, tanh or leaky ReLU: the bits of the dense layer and then the
      * activation's own kernel */
     {
         float *plain = falloc(n * out), *fused = falloc(n * out);
-        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, plain);
-        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_SIGMOID, fused);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, 0, plain);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_SIGMOID, 0, fused);
         dlrt_sigmoid_forward(n * out, plain, plain);
         CHECK(t, memcmp(fused, plain, sizeof *plain * (size_t)(n * out)) == 0);
-        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, plain);
-        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_TANH, fused);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, 0, plain);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_TANH, 0, fused);
         dlrt_tanh_forward(n * out, plain, plain);
+        CHECK(t, memcmp(fused, plain, sizeof *plain * (size_t)(n * out)) == 0);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, 0, plain);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_LEAKY_RELU, 0.2f, fused);
+        dlrt_leaky_relu_forward(n * out, 0.2f, plain, plain);
         CHECK(t, memcmp(fused, plain, sizeof *plain * (size_t)(n * out)) == 0);
         free(plain), free(fused);
     }
-    dlrt_dense_forward(n, in, out, x, w, NULL, DLRT_ACT_NONE, y);
+    dlrt_dense_forward(n, in, out, x, w, NULL, DLRT_ACT_NONE, 0, y);
     for (int64_t i = 0; i < n * out; i++)
         want[i] -= ctx.b[i % out];
     CHECK_CLOSE(t, "dense forward without bias", y, want, n * out, 1e-5);
@@ -814,7 +821,7 @@ static void test_dense(Tally *t, DlrtRng *rng) {
     CHECK_VALUES(t, "dense backward weight, empty batch", dw, zeros, 6, 0);
     dlrt_bias_backward(0, 3, 1, dy, db);
     CHECK_VALUES(t, "bias backward, empty batch", db, zeros, 3, 0);
-    dlrt_dense_forward(0, 2, 3, x, wt, NULL, DLRT_ACT_NONE, y);
+    dlrt_dense_forward(0, 2, 3, x, wt, NULL, DLRT_ACT_NONE, 0, y);
     CHECK(t, true); /* reached without a BLAS complaint */
 }
 
@@ -1427,7 +1434,7 @@ static void run_case(Case *c) {
         const float *dy = input(c, "dy", n * out);
         const float *b = has_input(c, "b") ? input(c, "b", out) : NULL;
         if (!c->error[0]) {
-            dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, output(c, "y", n * out));
+            dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, 0, output(c, "y", n * out));
             dlrt_dense_backward_input(n, in, out, dy, w, NULL, output(c, "dx", n * in));
             dlrt_dense_backward_weight(n, in, out, dy, x, output(c, "dw", out * in));
             dlrt_bias_backward(n, out, 1, dy, output(c, "db", out));

@@ -86,7 +86,7 @@ def tilenet(p, x, training=False):
     x = F.relu(F.conv2d(x, p["a.weight"], p["a.bias"], padding=1))
     x = torch.tanh(F.conv2d(x, p["b.weight"], padding=(1, 2), dilation=(2, 1)))
     x = F.relu(F.conv2d(F.relu(F.max_pool2d(x, 2)), p["c.weight"], p["c.bias"]))
-    x = F.conv2d(F.max_pool2d(x, 2), p["d.weight"], p["d.bias"], padding=(1, 2), dilation=2)
+    x = F.leaky_relu(F.conv2d(F.max_pool2d(x, 2), p["d.weight"], p["d.bias"], padding=(1, 2), dilation=2), 0.1)
     x = torch.sigmoid(F.linear(x.flatten(1), p["e.weight"], p["e.bias"]))
     return F.linear(x, p["out.weight"], p["out.bias"])
 
