@@ -178,6 +178,12 @@ typedef struct ConvSplit {
     int inside;  /* workers sharing each sample */
 } ConvSplit;
 
+/* A worker's block of a dense product's result (kernels.inc's dense_block):
+ * rows [r0, r1), columns [c0, c1). */
+typedef struct DenseBlock {
+    int64_t r0, r1, c0, c1;
+} DenseBlock;
+
 static ConvSplit conv_split(const DlrtConv *cv, int threads, int64_t n) {
     int64_t work = n * conv_weights(cv) * cv->oh * cv->ow; /* multiply-adds */
     int t = workers(threads, INT32_MAX, work);

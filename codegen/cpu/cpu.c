@@ -216,13 +216,15 @@ static void put_conv(Cpu *cpu, Out *o, const DlcOp *op, const DlcType *x, const 
     put(o, "    static const DlrtConv cv = {.c = %lld, .h = %lld, .w = %lld, .f = %lld, "
            ".oh = %lld, .ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, "
            ".ph = %lld, .pw = %lld, .dh = %lld, .dw = %lld, .groups = %lld,\n"
-           "        .act = %s%s%s};\n",
+           "        .act = %s%s};\n",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         (long long)d[0], (long long)d[1], (long long)attr_i(op, "groups"),
-        activation(op), dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU ? ", .slope = " : "",
-        dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU ? leaky_slope(cpu, op) : "");
+        activation(op),
+        dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU
+            ? dlc_arena_printf(&cpu->arena, ", .slope = %s", leaky_slope(cpu, op))
+            : "");
 }
 
 static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
@@ -288,12 +290,16 @@ static const char *relu_y(Cpu *cpu, const DlcOp *op) {
     return k < 0 ? "NULL" : dlc_arena_printf(&cpu->arena, "a%d", k);
 }
 
+/* The operand of op's first parameter (its weight), after the tensors. */
+static const char *weight(Cpu *cpu, const DlcOp *op) {
+    return dlc_arena_printf(&cpu->arena, "a%d", op->nin - op->nparams);
+}
+
 /* The body of op's function: operands are named a0, a1, ..., results r0. */
 static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     const DlcValue *x = op->nin ? op->in[0] : NULL, *y = op->nout ? op->out[0] : NULL;
     long long ne = x ? (long long)numel(x) : 0;
     const char *count = x && x->type.batched ? "n * " : "";
-    const char *weight = dlc_arena_printf(&cpu->arena, "a%d", op->nin - op->nparams);
     switch (op->kind) {
     case DLC_OP_CONV2D:
         put_conv(cpu, o, op, &x->type, &y->type);
@@ -429,7 +435,7 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     case DLC_OP_DENSE_GRAD_INPUT:
         put(o, "    dlrt_dense_backward_input(n, %lld, %lld, a0, %s, %s, r0);\n", (long long)numel(y), ne,
-            weight, relu_y(cpu, op));
+            weight(cpu, op), relu_y(cpu, op));
         return true;
     case DLC_OP_DENSE_GRAD_WEIGHT:
         put(o, "    dlrt_dense_backward_weight(n, %lld, %lld, a0, a1, r0);\n",
@@ -437,8 +443,8 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         return true;
     case DLC_OP_CONV2D_GRAD_INPUT:
         put_conv(cpu, o, op, &y->type, &x->type);
-        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, %s, %s, r0, work, threads);\n", weight,
-            relu_y(cpu, op));
+        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, %s, %s, r0, work, threads);\n",
+            weight(cpu, op), relu_y(cpu, op));
         return true;
     case DLC_OP_CONV2D_GRAD_WEIGHT:
         put_conv(cpu, o, op, &op->in[1]->type, &x->type);
