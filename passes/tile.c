@@ -17,7 +17,8 @@
  *     columns, which cost LeNet-5 more than its products;
  *   - the register block is the one that loads the fewest operands per
  *     multiply-add (rows x columns / (rows + columns) registers) among
- *     those that fit the register file next to the operands they load;
+ *     those that fit the register file next to the operands they load,
+ *     and it must load less than one (BLAS does better than that);
  *   - they are chosen only where the block's operands for the whole sum
  *     (its rows of weights and its columns of every tap) fit the L1
  *     cache, one sample's padded copy and result fit L2, and at least half
@@ -340,6 +341,8 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
             if (2 * p.macs < computed)
                 continue;
             double intensity = (double)(rows * regs) / (double)(rows + regs);
+            if (intensity <= 1)
+                continue; /* an operand loaded or more a multiply-add: BLAS does better */
             int64_t waste = weight ? 0 : (plane + cols - 1) / cols * cols - plane;
             if (intensity > best || (intensity == best && waste < best_waste)) {
                 best = intensity, best_waste = waste, best_computed = computed;
