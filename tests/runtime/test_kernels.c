@@ -367,6 +367,19 @@ static void test_maxpool_by_hand(Tally *t) {
     dlrt_maxpool_backward(&p, 1, dy, x, dx);
     CHECK_VALUES(t, "maxpool ties go to the first maximum", dx, wantdx, 16, 0);
 
+    /* the same in overlapping windows, inner (vectorized) and clipped: on a
+     * plane of equal values, 3x3 stride 1 padded by 1, each window's
+     * gradient lands on its first element inside the plane */
+    DlrtPool pt = make_pool(1, 4, 6, 3, 3, 1, 1, 1, 1, false, false);
+    float ones[24], dyt[24], dxt[24], wantt[24] = {0};
+    for (int i = 0; i < 24; i++)
+        ones[i] = 1, dyt[i] = (float)(i + 1);
+    for (int oy = 0; oy < 4; oy++)
+        for (int ox = 0; ox < 6; ox++)
+            wantt[(oy > 0 ? oy - 1 : 0) * 6 + (ox > 0 ? ox - 1 : 0)] += dyt[oy * 6 + ox];
+    dlrt_maxpool_backward(&pt, 1, dyt, ones, dxt);
+    CHECK_VALUES(t, "maxpool ties in overlapping windows", dxt, wantt, 24, 0);
+
     /* a NaN wins its window, as in torch: in the 2x2 stride-2 loop, in the
      * loop of windows inside the plane, and at the clipped edge */
     float xn[16];
