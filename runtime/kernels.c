@@ -154,14 +154,14 @@ int dlrt_worker(void) { return worker(); }
  * (h = 2 oh, w = 2 ow), with rows short enough for runs of MAXPOOL_RUN
  * floats: the case of maxpool_2x2_rows and maxpool_backward_2x2_rows. */
 #define MAXPOOL_RUN 512
-
-/* Elements of the column maxima that max pooling's separable inner loop
- * keeps on the stack (kernels.inc's maxpool_inner_row). */
-#define MAXPOOL_COLUMNS 512
 static bool pool_tiles_2x2(const DlrtPool *p) {
     return p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
            p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_RUN;
 }
+
+/* Elements of the column maxima that max pooling keeps on the stack
+ * (kernels.inc's maxpool_row); wider windows are scanned one by one. */
+#define MAXPOOL_COLUMNS 512
 
 /* The size of a convolution's weights. */
 static int64_t conv_weights(const DlrtConv *cv) {
