@@ -620,11 +620,16 @@ bool dlc_infer(DlcInfer *inf) {
     }
     if (!op->infer(inf))
         return false;
-    if (relu_y && !dlc_type_eq(&inf->in[inf->nin - 1], &inf->out[0])) {
+    /* a slice's may be the concatenation the ReLU's result went into, laid
+     * out as the slice's operand */
+    const DlcType *mask = &inf->in[inf->nin - 1];
+    if (relu_y && !dlc_type_eq(mask, &inf->out[0]) &&
+        !(inf->kind == DLC_OP_SLICE && dlc_type_eq(mask, &inf->in[0]))) {
         char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
         dlc_error(inf->ctx, inf->loc,
-                  "%s: relu_grad=true: the ReLU's result %s differs from the result %s", op->name,
-                  tstr(&inf->in[inf->nin - 1], a), tstr(&inf->out[0], b));
+                  "%s: relu_grad=true: the ReLU's result %s differs from the result %s%s",
+                  op->name, tstr(mask, a), tstr(&inf->out[0], b),
+                  inf->kind == DLC_OP_SLICE ? " and from the slice's operand" : "");
         return false;
     }
     return true;

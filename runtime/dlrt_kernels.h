@@ -143,11 +143,15 @@ void DLRT_K(dlrt_dropout_backward)(int64_t count, const DLRT_REAL *dy, const DLR
 void DLRT_K(dlrt_copy_rows)(int64_t outer, int64_t len, const DLRT_REAL *src,
                             int64_t src_stride, int64_t src_offset, DLRT_REAL *dst,
                             int64_t dst_stride, int64_t dst_offset);
-/* The same into a dense dst (outer rows of len), zero where relu_y (laid
- * out as dst) is not positive: slice {relu_grad=true}. */
+/* The same into a dense dst (outer rows of len), zero where relu_y is not
+ * positive: slice {relu_grad=true}.  Row r of relu_y starts at relu_y + r *
+ * relu_stride + relu_offset: laid out as dst (stride len, offset 0) when it
+ * is the ReLU's result, or as src when it is the concatenation that took
+ * that result in (the same slice of it is the ReLU's result). */
 void DLRT_K(dlrt_copy_rows_relu_grad)(int64_t outer, int64_t len, const DLRT_REAL *src,
                                       int64_t src_stride, int64_t src_offset,
-                                      const DLRT_REAL *relu_y, DLRT_REAL *dst);
+                                      const DLRT_REAL *relu_y, int64_t relu_stride,
+                                      int64_t relu_offset, DLRT_REAL *dst);
 
 /* The updates of torch.optim.SGD and torch.optim.Adam for one parameter of
  * count values, in place.  g is the gradient (left unchanged);

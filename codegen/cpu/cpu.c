@@ -395,14 +395,18 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         int64_t before, after;
         around_axis(&x->type, axis, &before, &after);
         int64_t row_x = x->type.dims[axis] * after, row_y = y->type.dims[axis] * after;
-        if (dlc_op_relu_grad_mask(op) >= 0)
-            put(o, "    dlrt_copy_rows_relu_grad(n * %lld, %lld, a0, %lld, %lld, a1, r0);\n",
-                (long long)before, (long long)row_y, (long long)row_x,
-                (long long)(attr_i(op, "begin") * after));
-        else
+        int64_t offset = attr_i(op, "begin") * after;
+        int mask = dlc_op_relu_grad_mask(op);
+        if (mask >= 0) {
+            /* the ReLU's result, or the concatenation it went into (laid out as x) */
+            bool whole = dlc_type_eq(&op->in[mask]->type, &x->type);
+            put(o, "    dlrt_copy_rows_relu_grad(n * %lld, %lld, a0, %lld, %lld, a1, %lld, %lld, "
+                "r0);\n", (long long)before, (long long)row_y, (long long)row_x, (long long)offset,
+                (long long)(whole ? row_x : row_y), (long long)(whole ? offset : 0));
+        } else
             put(o, "    dlrt_copy_rows(n * %lld, %lld, a0, %lld, %lld, r0, %lld, 0);\n",
-                (long long)before, (long long)row_y, (long long)row_x,
-                (long long)(attr_i(op, "begin") * after), (long long)row_y);
+                (long long)before, (long long)row_y, (long long)row_x, (long long)offset,
+                (long long)row_y);
         return true;
     }
     case DLC_OP_SOFTMAX: case DLC_OP_SOFTMAX_GRAD: {

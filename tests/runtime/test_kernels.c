@@ -1178,9 +1178,16 @@ static void test_relu_grad_fused(Tally *t, DlrtRng *rng) {
     CHECK(t, same_as_relu_backward(fused, plain, relu_y, COUNT));
 
     dlrt_copy_rows(ROWS, LEN, src, STRIDE, OFFSET, plain, LEN, 0);
-    dlrt_copy_rows_relu_grad(ROWS, LEN, src, STRIDE, OFFSET, relu_y, fused);
+    dlrt_copy_rows_relu_grad(ROWS, LEN, src, STRIDE, OFFSET, relu_y, LEN, 0, fused);
     CHECK(t, same_as_relu_backward(fused, plain, relu_y, ROWS * LEN));
-    free(a), free(b), free(relu_y), free(plain), free(fused), free(src);
+    /* the ReLU's result read from the concatenation it went into, laid out
+     * as src: the rows of relu_y with other values around them */
+    float *whole = falloc(ROWS * STRIDE);
+    fill_random(rng, whole, NULL, ROWS * STRIDE);
+    dlrt_copy_rows(ROWS, LEN, relu_y, LEN, 0, whole, STRIDE, OFFSET);
+    dlrt_copy_rows_relu_grad(ROWS, LEN, src, STRIDE, OFFSET, whole, STRIDE, OFFSET, fused);
+    CHECK(t, same_as_relu_backward(fused, plain, relu_y, ROWS * LEN));
+    free(a), free(b), free(relu_y), free(plain), free(fused), free(src), free(whole);
 }
 
 static void test_copy_rows(Tally *t) {
