@@ -126,14 +126,19 @@ bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name) {
     return i >= 0 && attrs[i].b;
 }
 
+/* maxpool_grad and lrn_grad read the ReLU's result as their x already */
+static bool relu_grad_from_x(DlcOpKind k) {
+    return k == DLC_OP_MAXPOOL_GRAD || k == DLC_OP_LRN_GRAD;
+}
+
 bool dlc_relu_grad_operand(DlcOpKind k, const DlcAttr *attrs) {
-    return k != DLC_OP_MAXPOOL_GRAD && dlc_attr_true(k, attrs, "relu_grad");
+    return !relu_grad_from_x(k) && dlc_attr_true(k, attrs, "relu_grad");
 }
 
 int dlc_op_relu_grad_mask(const DlcOp *op) {
     if (!dlc_attr_true(op->kind, op->attrs, "relu_grad"))
         return -1;
-    return op->kind == DLC_OP_MAXPOOL_GRAD ? 1 : op->nin - op->nparams - 1;
+    return relu_grad_from_x(op->kind) ? 1 : op->nin - op->nparams - 1;
 }
 
 DlcOpKind dlc_op_fused_activation(const DlcOp *op) {

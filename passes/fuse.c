@@ -32,8 +32,9 @@
  *
  *   the same for the other ops that compute a ReLU's result's gradient:
  *   the input gradient of the next convolution or dense layer, dropout's
- *   gradient, a slice of concat's (GoogLeNet's branches) and a gradient
- *   sum (add).  y becomes their last tensor operand, and each writes
+ *   gradient, a slice of concat's (GoogLeNet's branches), a gradient sum
+ *   (add) and global average pooling's (the last ReLU of a ResNet); and
+ *   LRN's (Caffe's AlexNet), whose x is y already, as for max pooling.  y becomes their last tensor operand, and each writes
  *   y > 0 ? g : 0 where it writes g, while it is in the caches; the
  *   separate pass read g and y and wrote the result again.  Not for a GPU
  *   target, whose kernels do not take y yet.
@@ -173,8 +174,9 @@ static DlcValue *concat_sliced_to(DlcOp *const *ops, int nops, const DlcOp *slic
 }
 
 /* relu_grad(def(...), y): maxpool_grad when y is the pooling's input, which
- * it reads already; add, slice, dropout_grad, dense_grad_input and
- * conv2d_grad_input (not for a GPU target, whose kernels do not take it
+ * it reads already, and lrn_grad likewise (not for a GPU target); add,
+ * slice, dropout_grad, dense_grad_input, conv2d_grad_input and
+ * globalavgpool_grad (not for a GPU target, whose kernels do not take it
  * yet) with y as one more tensor operand, after their own.  A slice of
  * concat's gradient reads the concatenation (one of ops[0..nbefore), which
  * come before op) in place of y where y went into it, so that the branch's
@@ -186,8 +188,8 @@ static bool fuse_relu_grad(DlcModule *m, DlcOp *const *before, int nbefore, DlcO
         dlc_attr_true(def->kind, def->attrs, "relu_grad"))
         return false;
     DlcValue *y = op->in[1];
-    if (def->kind == DLC_OP_MAXPOOL_GRAD) {
-        if (def->in[1] != y)
+    if (def->kind == DLC_OP_MAXPOOL_GRAD || def->kind == DLC_OP_LRN_GRAD) {
+        if (def->in[1] != y || (gpu && def->kind == DLC_OP_LRN_GRAD))
             return false;
     } else if (gpu) {
         return false;

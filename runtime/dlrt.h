@@ -338,6 +338,7 @@ typedef struct DlrtLrn {
     int64_t c, hw;      /* channels, values per channel of a sample */
     int64_t size;       /* channels in the window */
     double alpha, beta, k;
+    bool relu_grad;     /* backward: through the ReLU whose result x is */
 } DlrtLrn;
 
 /* The threads the kernels may use: OpenMP's count (omp_get_max_threads,

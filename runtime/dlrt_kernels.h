@@ -73,11 +73,13 @@ void DLRT_K(dlrt_avgpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL 
                                   DLRT_REAL *y);
 void DLRT_K(dlrt_avgpool_backward)(const DlrtPool *p, int64_t n, const DLRT_REAL *dy,
                                    DLRT_REAL *dx);
-/* y[n,c] = the mean of x[n,c,hw]; backward spreads dy[n,c] / hw. */
+/* y[n,c] = the mean of x[n,c,hw]; backward spreads dy[n,c] / hw, zero
+ * where relu_y (may be NULL; laid out as dx) is not positive
+ * (globalavgpool_grad {relu_grad=true}). */
 void DLRT_K(dlrt_globalavgpool_forward)(int64_t n, int64_t c, int64_t hw, const DLRT_REAL *x,
                                         DLRT_REAL *y);
 void DLRT_K(dlrt_globalavgpool_backward)(int64_t n, int64_t c, int64_t hw, const DLRT_REAL *dy,
-                                         DLRT_REAL *dx);
+                                         const DLRT_REAL *relu_y, DLRT_REAL *dx);
 
 /* Softmax over the middle dimension of [outer, axis, inner] (outer includes
  * the batch); backward dx = y (dy - sum(dy y)) along the axis. */
@@ -91,7 +93,9 @@ void DLRT_K(dlrt_leaky_relu_forward)(int64_t count, DLRT_REAL slope, const DLRT_
                                      DLRT_REAL *y);
 void DLRT_K(dlrt_leaky_relu_backward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *dy,
                                       const DLRT_REAL *x, DLRT_REAL *dx);
-/* Local response normalization (DlrtLrn); backward from x and y. */
+/* Local response normalization (DlrtLrn); backward from x and y, zero
+ * where x is not positive with l->relu_grad (lrn_grad {relu_grad=true}:
+ * x is a ReLU's result). */
 void DLRT_K(dlrt_lrn_forward)(const DlrtLrn *l, int64_t n, const DLRT_REAL *x, DLRT_REAL *y);
 void DLRT_K(dlrt_lrn_backward)(const DlrtLrn *l, int64_t n, const DLRT_REAL *dy,
                                const DLRT_REAL *x, const DLRT_REAL *y, DLRT_REAL *dx);

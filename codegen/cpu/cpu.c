@@ -343,9 +343,10 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
     case DLC_OP_LRN: case DLC_OP_LRN_GRAD: {
         const DlcType *t = &y->type;
         put(o, "    static const DlrtLrn lrn = {.c = %lld, .hw = %lld, .size = %lld, .alpha = %.17g, "
-               ".beta = %.17g, .k = %.17g};\n", (long long)t->dims[0],
+               ".beta = %.17g, .k = %.17g%s};\n", (long long)t->dims[0],
             (long long)(numel(y) / t->dims[0]), (long long)attr_i(op, "size"),
-            attr_f(op, "alpha"), attr_f(op, "beta"), attr_f(op, "k"));
+            attr_f(op, "alpha"), attr_f(op, "beta"), attr_f(op, "k"),
+            dlc_op_relu_grad_mask(op) >= 0 ? ", .relu_grad = true" : "");
         if (op->kind == DLC_OP_LRN)
             put(o, "    dlrt_lrn_forward(&lrn, n, a0, r0);\n");
         else
@@ -370,8 +371,9 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
             (long long)x->type.dims[0], (long long)(x->type.dims[1] * x->type.dims[2]));
         return true;
     case DLC_OP_GLOBALAVGPOOL_GRAD:
-        put(o, "    dlrt_globalavgpool_backward(n, %lld, %lld, a0, r0);\n",
-            (long long)y->type.dims[0], (long long)(y->type.dims[1] * y->type.dims[2]));
+        put(o, "    dlrt_globalavgpool_backward(n, %lld, %lld, a0, %s, r0);\n",
+            (long long)y->type.dims[0], (long long)(y->type.dims[1] * y->type.dims[2]),
+            relu_y(cpu, op));
         return true;
     case DLC_OP_FLATTEN: case DLC_OP_RESHAPE: /* nothing to copy in place */
         put(o, "    if (r0 != a0)\n        memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);

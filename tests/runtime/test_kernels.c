@@ -1105,7 +1105,7 @@ static void test_globalavgpool(Tally *t, DlrtRng *rng) {
     }
     CHECK_CLOSE(t, "globalavgpool forward", y, want, NB * C, 1e-6);
     ActCtx ctx = {.kind = 3, .count = NB * C * HW, .hw = HW, .x = xd, .dy = dyd};
-    dlrt_globalavgpool_backward(NB, C, HW, dy, dx);
+    dlrt_globalavgpool_backward(NB, C, HW, dy, NULL, dx);
     fd_grad(act_loss_ref, &ctx, xd, NB * C * HW, 1e-3, want);
     CHECK_CLOSE(t, "globalavgpool backward", dx, want, NB * C * HW, 1e-5);
 }
@@ -1151,9 +1151,10 @@ static void test_softmax(Tally *t, DlrtRng *rng) {
     CHECK_CLOSE(t, "softmax of huge logits", y, want, 3, 1e-6);
 }
 
-/* The elementwise kernels with a ReLU's gradient fused in (add, dropout's
- * gradient, a slice): the bits of the kernel and then relu_backward, also
- * in place, over the threads' split (5000 elements). */
+/* The kernels with a ReLU's gradient fused in (add, dropout's gradient, a
+ * slice, global average pooling's and LRN's gradients): the bits of the
+ * kernel and then relu_backward, also in place, over the threads' split
+ * (5000 elements). */
 static void test_relu_grad_fused(Tally *t, DlrtRng *rng) {
     enum { COUNT = 5000, ROWS = 50, LEN = 100, STRIDE = 130, OFFSET = 17 };
     float *a = falloc(COUNT), *b = falloc(COUNT), *relu_y = falloc(COUNT);
@@ -1187,6 +1188,25 @@ static void test_relu_grad_fused(Tally *t, DlrtRng *rng) {
     dlrt_copy_rows(ROWS, LEN, relu_y, LEN, 0, whole, STRIDE, OFFSET);
     dlrt_copy_rows_relu_grad(ROWS, LEN, src, STRIDE, OFFSET, whole, STRIDE, OFFSET, fused);
     CHECK(t, same_as_relu_backward(fused, plain, relu_y, ROWS * LEN));
+
+    /* global average pooling's gradient, over ROWS planes of LEN */
+    dlrt_globalavgpool_backward(1, ROWS, LEN, a, NULL, plain);
+    dlrt_globalavgpool_backward(1, ROWS, LEN, a, relu_y, fused);
+    CHECK(t, same_as_relu_backward(fused, plain, relu_y, COUNT));
+
+    /* LRN's, whose x is the ReLU's result: windows that fit its blocks of
+     * channels, and one wider than they are (each sum from scratch) */
+    DlrtLrn lrns[] = {{.c = 10, .hw = 50, .size = 5, .alpha = 0.1, .beta = 0.75, .k = 2},
+                      {.c = 40, .hw = 5, .size = 513, .alpha = 0.1, .beta = 0.75, .k = 2}};
+    for (int k = 0; k < 2; k++) {
+        DlrtLrn l = lrns[k];
+        int64_t n = k == 0 ? COUNT / (l.c * l.hw) : 1, count = n * l.c * l.hw;
+        dlrt_lrn_forward(&l, n, relu_y, b);
+        dlrt_lrn_backward(&l, n, a, relu_y, b, plain);
+        l.relu_grad = true;
+        dlrt_lrn_backward(&l, n, a, relu_y, b, fused);
+        CHECK(t, same_as_relu_backward(fused, plain, relu_y, count));
+    }
     free(a), free(b), free(relu_y), free(plain), free(fused), free(src), free(whole);
 }
 
@@ -1511,7 +1531,7 @@ static void run_case(Case *c) {
         if (c->error[0])
             return;
         dlrt_globalavgpool_forward(n, ch, hw, x, output(c, "y", n * ch));
-        dlrt_globalavgpool_backward(n, ch, hw, dy, output(c, "dx", n * ch * hw));
+        dlrt_globalavgpool_backward(n, ch, hw, dy, NULL, output(c, "dx", n * ch * hw));
     } else if (strcmp(op, "softmax") == 0) {
         int64_t outer = iparam(c, "outer"), axis = iparam(c, "axis"), inner = iparam(c, "inner");
         int64_t count = outer * axis * inner;
