@@ -254,7 +254,12 @@ static inline bool dlc_op_is_grad(DlcOpKind k) {
     return k >= DLC_OP_RELU_GRAD && k <= DLC_OP_PARAM_GRAD;
 }
 static inline bool dlc_op_is_update(DlcOpKind k) {
-    return k >= DLC_OP_SGD_UPDATE && k <= DLC_OP_DENSE_SGD_UPDATE;
+    return k >= DLC_OP_SGD_UPDATE && k <= DLC_OP_DENSE_ADAM_UPDATE;
+}
+/* dense_sgd_update or dense_adam_update: an update that computes a dense
+ * layer's weight gradient itself, from (dy, x), and never stores it */
+static inline bool dlc_op_is_dense_update(DlcOpKind k) {
+    return k == DLC_OP_DENSE_SGD_UPDATE || k == DLC_OP_DENSE_ADAM_UPDATE;
 }
 
 /* ------------------------------------------------------------------------ */

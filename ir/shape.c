@@ -903,19 +903,34 @@ bool dlc_infer_dense_sgd_update(DlcInfer *inf) {
     return sgd_params(inf, &g, 2);
 }
 
-/* (g, lr, step, @p, @exp_avg, @exp_avg_sq) */
-bool dlc_infer_adam_update(DlcInfer *inf) {
-    const DlcType *g = &inf->in[0];
-    if (!want_scalar(inf, 1, g->dtype, "learning rate") ||
-        !want_scalar(inf, 2, DLC_I32, "step count") ||
+/* Adam's operands from lr (the step count after it) and its parameters,
+ * for a gradient of type g. */
+static bool adam_params(DlcInfer *inf, const DlcType *g, int lr) {
+    if (!want_scalar(inf, lr, g->dtype, "learning rate") ||
+        !want_scalar(inf, lr + 1, DLC_I32, "step count") ||
         !want_unit_interval(inf, "beta1", true) || !want_unit_interval(inf, "beta2", true))
         return false;
     if (!(A("eps").f > 0) || !(A("weight_decay").f >= 0)) {
-        dlc_error(inf->ctx, inf->loc, "adam_update: eps must be positive and weight_decay at least 0");
+        dlc_error(inf->ctx, inf->loc, "%s: eps must be positive and weight_decay at least 0",
+                  OPNAME);
         return false;
     }
     add_param(inf, "weight", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, true);
     add_param(inf, "exp_avg", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, false);
     add_param(inf, "exp_avg_sq", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, false);
     return true;
+}
+
+/* (g, lr, step, @p, @exp_avg, @exp_avg_sq) */
+bool dlc_infer_adam_update(DlcInfer *inf) {
+    return adam_params(inf, &inf->in[0], 1);
+}
+
+/* (dy, x, lr, step, @p, @p.exp_avg, @p.exp_avg_sq): p's type is
+ * dense_grad_weight's */
+bool dlc_infer_dense_adam_update(DlcInfer *inf) {
+    if (!dlc_infer_dense_grad_weight(inf))
+        return false;
+    DlcType g = inf->out[--inf->nout];
+    return adam_params(inf, &g, 2);
 }

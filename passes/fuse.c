@@ -76,6 +76,12 @@
  *   (its step needs the gradient and the buffer apart), and not for a GPU
  *   target, whose code generator has no kernel for it yet.
  *
+ *   adam_update(dense_grad_weight(dy, x), lr, step, @w, @m, @v) likewise
+ *   becomes dense_adam_update(dy, x, lr, step, @w, @m, @v): Adam needs
+ *   each gradient element apart (for v), so the kernel computes the
+ *   gradient a block of 128 x 128 at a time on the stack and updates that
+ *   block right after; the whole gradient is never stored.
+ *
  * Each merge needs the producer's result to have no reader but the
  * consumer and not to be an output, and the producer not to have the
  * attribute already (nor a ReLU before a folded batchnorm).  The results
@@ -229,22 +235,25 @@ static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
 }
 
 /* sgd_update(dense_grad_weight(dy, x), lr, @w[, @buf]) without Nesterov:
- * op becomes dense_sgd_update(dy, x, lr, @w[, @buf]) */
+ * op becomes dense_sgd_update(dy, x, lr, @w[, @buf]); adam_update(
+ * dense_grad_weight(dy, x), lr, step, @w, @m, @v) becomes
+ * dense_adam_update(dy, x, lr, step, @w, @m, @v) */
 static bool fuse_weight_update(DlcModule *m, DlcOp *op, const DlcOp *def) {
-    if (op->kind != DLC_OP_SGD_UPDATE || def->kind != DLC_OP_DENSE_GRAD_WEIGHT ||
-        dlc_attr_true(op->kind, op->attrs, "nesterov"))
+    bool sgd = op->kind == DLC_OP_SGD_UPDATE;
+    if ((!sgd && op->kind != DLC_OP_ADAM_UPDATE) || def->kind != DLC_OP_DENSE_GRAD_WEIGHT ||
+        (sgd && dlc_attr_true(op->kind, op->attrs, "nesterov")))
         return false;
     DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(op->nin + 1));
     in[0] = def->in[0];
     in[1] = def->in[1];
     memcpy(in + 2, op->in + 1, sizeof *in * (size_t)(op->nin - 1));
+    DlcOpKind kind = sgd ? DLC_OP_DENSE_SGD_UPDATE : DLC_OP_DENSE_ADAM_UPDATE;
     DlcAttr attrs[DLC_MAX_ATTRS] = {0};
-    static const char *const kept[] = {"momentum", "weight_decay"};
-    for (int k = 0; k < 2; k++)
-        attrs[dlc_op_attr_index(DLC_OP_DENSE_SGD_UPDATE, kept[k])] =
-            op->attrs[dlc_op_attr_index(op->kind, kept[k])];
-    dlc_op_fill_defaults(DLC_OP_DENSE_SGD_UPDATE, attrs);
-    op->kind = DLC_OP_DENSE_SGD_UPDATE;
+    const DlcOpInfo *info = dlc_op_info(kind); /* the attributes are the update's */
+    for (int k = 0; k < info->nattrs; k++)
+        attrs[k] = op->attrs[dlc_op_attr_index(op->kind, info->attrs[k].name)];
+    dlc_op_fill_defaults(kind, attrs);
+    op->kind = kind;
     op->in = in;
     op->nin++;
     memcpy(op->attrs, attrs, sizeof attrs);

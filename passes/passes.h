@@ -98,7 +98,8 @@ int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v);
  * for buffers and for networks without a backward pass. */
 const DlcOp *dlc_param_update(const DlcNetwork *net, const DlcValue *p);
 /* The gradient that op consumes: its first operand; NULL also for a
- * dense_sgd_update, which computes the gradient itself. */
+ * dense_sgd_update or dense_adam_update, which compute the gradient
+ * themselves. */
 const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p);
 
 #endif /* DLC_PASSES_H */

@@ -228,7 +228,7 @@ const DlcOp *dlc_param_update(const DlcNetwork *net, const DlcValue *p) {
 
 const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p) {
     const DlcOp *op = dlc_param_update(net, p);
-    return op && op->kind != DLC_OP_DENSE_SGD_UPDATE ? op->in[0] : NULL;
+    return op && !dlc_op_is_dense_update(op->kind) ? op->in[0] : NULL;
 }
 
 int dlc_plan_last_use(const DlcMemPlan *plan, const DlcValue *v) {

@@ -178,6 +178,14 @@ void DLRT_K(dlrt_adam_update)(int64_t count, const DLRT_REAL *g, DLRT_REAL lr, i
                               DLRT_REAL beta1, DLRT_REAL beta2, DLRT_REAL eps,
                               DLRT_REAL weight_decay, DLRT_REAL *p, DLRT_REAL *exp_avg,
                               DLRT_REAL *exp_avg_sq);
+/* dlrt_adam_update of a dense layer's weight p [out, in] with the gradient
+ * dlrt_dense_backward_weight would give for dy [n, out] and x [n, in],
+ * computed a block at a time and never stored whole (dense_adam_update). */
+void DLRT_K(dlrt_dense_adam_update)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *dy,
+                                    const DLRT_REAL *x, DLRT_REAL lr, int32_t step,
+                                    DLRT_REAL beta1, DLRT_REAL beta2, DLRT_REAL eps,
+                                    DLRT_REAL weight_decay, DLRT_REAL *p, DLRT_REAL *exp_avg,
+                                    DLRT_REAL *exp_avg_sq);
 
 /* Mean cross-entropy of n rows of logits (classes each) against labels,
  * through log-sum-exp: never negative, finite for finite logits.  When grad

@@ -270,11 +270,12 @@ static void put_batchnorm_fold(Cpu *cpu, Out *o, const DlcOp *op) {
 }
 
 /* The step without updates (NAME_gradients) copies the gradient that
- * update op would consume; dense_sgd_update computes it there. */
+ * update op would consume; dense_sgd_update and dense_adam_update compute
+ * it there. */
 static void put_gradient_copy(Cpu *cpu, Out *o, const DlcOp *op, const DlcMemPlan *plan) {
     const DlcValue *p = op->in[op->nin - op->nparams];
     long long off = (long long)gradient_copy_offset(cpu, p);
-    if (op->kind == DLC_OP_DENSE_SGD_UPDATE)
+    if (dlc_op_is_dense_update(op->kind))
         put(o, "dlrt_dense_backward_weight%s(n, %lld, %lld, %s, %s, net->grads + %lld);\n", cpu->k,
             (long long)numel(op->in[1]), (long long)numel(op->in[0]), where(cpu, plan, op->in[0]),
             where(cpu, plan, op->in[1]), off);
@@ -470,6 +471,12 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         put(o, "    dlrt_adam_update(%lld, a0, a1, a2, %s, %s, %s, %s, a3, a4, a5);\n", ne,
             cfloat(cpu, attr_f(op, "beta1")), cfloat(cpu, attr_f(op, "beta2")),
             cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "weight_decay")));
+        return true;
+    case DLC_OP_DENSE_ADAM_UPDATE:
+        put(o, "    dlrt_dense_adam_update(n, %lld, %lld, a0, a1, a2, a3, %s, %s, %s, %s, a4, a5, "
+            "a6);\n", (long long)numel(op->in[1]), ne, cfloat(cpu, attr_f(op, "beta1")),
+            cfloat(cpu, attr_f(op, "beta2")), cfloat(cpu, attr_f(op, "eps")),
+            cfloat(cpu, attr_f(op, "weight_decay")));
         return true;
     case DLC_OP_BATCHNORM: case DLC_OP_BATCHNORM_TRAIN: case DLC_OP_BATCHNORM_NORMALIZE: {
         long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);

@@ -585,6 +585,39 @@ static void test_dense_sgd_update(Tally *t, DlrtRng *rng) {
         }
 }
 
+/* dlrt_dense_adam_update against dlrt_dense_backward_weight and then
+ * dlrt_adam_update, over three steps (the step count from 1): the same
+ * gradient block by block, so the same values up to the sums' order.  The
+ * shapes cut the kernel's 128 x 128 blocks short at both edges, at batch 1
+ * (an outer product) and larger; with weight decay and without. */
+static void test_dense_adam_update(Tally *t, DlrtRng *rng) {
+    struct { int64_t n, in, out; } shapes[] = {{1, 300, 270}, {3, 37, 5}, {16, 300, 270}, {64, 129, 20}};
+    float wds[] = {0.0f, 0.01f};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (size_t k = 0; k < sizeof wds / sizeof *wds; k++) {
+            int64_t n = shapes[s].n, in = shapes[s].in, out = shapes[s].out, count = in * out;
+            float *dy = falloc(n * out), *x = falloc(n * in), *g = falloc(count);
+            float *p = falloc(count), *m = falloc(count), *v = falloc(count);
+            float *p2 = falloc(count), *m2 = falloc(count), *v2 = falloc(count);
+            fill_random(rng, p, NULL, count);
+            memcpy(p2, p, sizeof *p * (size_t)count);
+            for (int64_t i = 0; i < count; i++)
+                m[i] = v[i] = m2[i] = v2[i] = 0;
+            for (int step = 1; step <= 3; step++) {
+                fill_random(rng, dy, NULL, n * out);
+                fill_random(rng, x, NULL, n * in);
+                dlrt_dense_backward_weight(n, in, out, dy, x, g);
+                dlrt_adam_update(count, g, 1e-3f, step, 0.9f, 0.999f, 1e-8f, wds[k], p, m, v);
+                dlrt_dense_adam_update(n, in, out, dy, x, 1e-3f, step, 0.9f, 0.999f, 1e-8f,
+                                       wds[k], p2, m2, v2);
+            }
+            CHECK_VALUES(t, "dense_adam_update parameters", p2, p, count, 1e-6);
+            CHECK_VALUES(t, "dense_adam_update exp_avg", m2, m, count, 1e-5);
+            CHECK_VALUES(t, "dense_adam_update exp_avg_sq", v2, v, count, 1e-5);
+            free(dy), free(x), free(g), free(p), free(m), free(v), free(p2), free(m2), free(v2);
+        }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Convolution against the reference and finite differences                 */
 /* ------------------------------------------------------------------------ */
@@ -1324,6 +1357,7 @@ static int run_unit_tests(void) {
     test_optimizers_by_hand(&t);
     test_optimizers_random(&t, &rng);
     test_dense_sgd_update(&t, &rng);
+    test_dense_adam_update(&t, &rng);
     test_conv(&t, &rng);
     test_dense(&t, &rng);
     test_pool(&t, &rng);
