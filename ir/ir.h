@@ -390,6 +390,11 @@ DlcOpKind dlc_op_fused_activation(const DlcOp *op);
 /* The operand index of the ReLU result y whose gradient op passes its
  * result through (relu_grad=true: relu_grad(op(...), y)), or -1. */
 int dlc_op_relu_grad_mask(const DlcOp *op);
+/* The operand of concat that slice takes back out of concat's result
+ * exactly: concat's result has the type of slice's operand, and the
+ * operand lies at slice's begin along slice's axis with slice's result
+ * type.  NULL when there is none. */
+DlcValue *dlc_concat_operand_sliced(const DlcOp *concat, const DlcOp *slice);
 /* A conv2d's or dense's bias parameter, or NULL (bias=false). */
 const DlcValue *dlc_op_bias(const DlcOp *op);
 /* The operand index of the batchnorm weight of a conv2d with a batchnorm

@@ -141,6 +141,26 @@ int dlc_op_relu_grad_mask(const DlcOp *op) {
     return relu_grad_from_x(op->kind) ? 1 : op->nin - op->nparams - 1;
 }
 
+/* op's axis attribute, counted from the front for a type of rank rank */
+static int64_t axis_of(const DlcOp *op, int rank) {
+    int64_t axis = op->attrs[dlc_op_attr_index(op->kind, "axis")].i;
+    return axis < 0 ? axis + rank : axis;
+}
+
+DlcValue *dlc_concat_operand_sliced(const DlcOp *concat, const DlcOp *slice) {
+    const DlcType *whole = &slice->in[0]->type;
+    int64_t axis = axis_of(slice, whole->rank), at = 0;
+    if (!dlc_type_eq(&concat->out[0]->type, whole) || axis_of(concat, whole->rank) != axis)
+        return NULL;
+    int64_t begin = slice->attrs[dlc_op_attr_index(slice->kind, "begin")].i;
+    for (int k = 0; k < concat->nin; k++) {
+        if (at == begin && dlc_type_eq(&concat->in[k]->type, &slice->out[0]->type))
+            return concat->in[k];
+        at += concat->in[k]->type.dims[axis];
+    }
+    return NULL;
+}
+
 DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
     static const DlcOpKind acts[] = {DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH, DLC_OP_LEAKY_RELU};
     for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) /* the attribute is the op's name */

@@ -33,11 +33,12 @@
  *   the same for the other ops that compute a ReLU's result's gradient:
  *   the input gradient of the next convolution or dense layer, dropout's
  *   gradient, a slice of concat's (GoogLeNet's branches), a gradient sum
- *   (add) and global average pooling's (the last ReLU of a ResNet); and
- *   LRN's (Caffe's AlexNet), whose x is y already, as for max pooling.  y becomes their last tensor operand, and each writes
- *   y > 0 ? g : 0 where it writes g, while it is in the caches; the
- *   separate pass read g and y and wrote the result again.  Not for a GPU
- *   target, whose kernels do not take y yet.
+ *   (add) and global average pooling's (the last ReLU of a ResNet).  y
+ *   becomes their last tensor operand, and each writes y > 0 ? g : 0 where
+ *   it writes g, while it is in the caches; the separate pass read g and y
+ *   and wrote the result again.  LRN's (Caffe's AlexNet) reads y as its x
+ *   already, as max pooling's does, and takes no operand more.  Not for a
+ *   GPU target, whose kernels do not take y yet.
  *
  *   %c = concat(%a, %y)                      %c = concat(%a, %y)
  *   %s = slice(%dc) {begin=4}          =>    %d = slice(%dc, %c) {begin=4, relu_grad=true}
@@ -151,31 +152,13 @@ static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
     return true;
 }
 
-static int64_t axis_of(const DlcOp *op, int rank) {
-    int64_t axis = op->attrs[dlc_op_attr_index(op->kind, "axis")].i;
-    return axis < 0 ? axis + rank : axis;
-}
-
 /* The result of one of ops[0..nops) that is a concat whose slice is
- * exactly y: y is its operand at slice's begin along slice's axis, and the
- * result has the type of slice's operand.  NULL when there is none. */
+ * exactly y (dlc_concat_operand_sliced); NULL when there is none. */
 static DlcValue *concat_sliced_to(DlcOp *const *ops, int nops, const DlcOp *slice,
                                   const DlcValue *y) {
-    const DlcType *whole = &slice->in[0]->type;
-    int64_t axis = axis_of(slice, whole->rank);
-    int64_t begin = slice->attrs[dlc_op_attr_index(DLC_OP_SLICE, "begin")].i;
-    for (int i = 0; i < nops; i++) {
-        const DlcOp *c = ops[i];
-        if (c->kind != DLC_OP_CONCAT || !dlc_type_eq(&c->out[0]->type, whole) ||
-            axis_of(c, whole->rank) != axis)
-            continue;
-        int64_t at = 0;
-        for (int k = 0; k < c->nin; k++) {
-            if (c->in[k] == y && at == begin)
-                return c->out[0];
-            at += c->in[k]->type.dims[axis];
-        }
-    }
+    for (int i = 0; i < nops; i++)
+        if (ops[i]->kind == DLC_OP_CONCAT && dlc_concat_operand_sliced(ops[i], slice) == y)
+            return ops[i]->out[0];
     return NULL;
 }
 

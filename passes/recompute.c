@@ -278,28 +278,6 @@ static int64_t batch_of(const DlcModule *m, const DlcNetwork *net) {
     return b && b->kind == DLC_CFG_INT ? b->i : 64;
 }
 
-static int64_t axis_of(const DlcOp *op, int rank) {
-    int64_t axis = op->attrs[dlc_op_attr_index(op->kind, "axis")].i;
-    return axis < 0 ? axis + rank : axis;
-}
-
-/* The operand of the concat `whole` that slice takes back out of it: the
- * one at slice's begin along its axis, of slice's result type; NULL if
- * the concat is along another axis or has none there. */
-static DlcValue *sliced_operand(const DlcOp *slice, const DlcValue *whole) {
-    const DlcOp *c = whole->def;
-    int64_t axis = axis_of(c, whole->type.rank), at = 0;
-    if (axis_of(slice, whole->type.rank) != axis)
-        return NULL;
-    for (int k = 0; k < c->nin; k++) {
-        if (at == slice->attrs[dlc_op_attr_index(slice->kind, "begin")].i &&
-            dlc_type_eq(&c->in[k]->type, &slice->out[0]->type))
-            return c->in[k];
-        at += c->in[k]->type.dims[axis];
-    }
-    return NULL;
-}
-
 /* Whether any op or output reads v. */
 static bool has_reader(const DlcNetwork *net, const DlcValue *v) {
     for (int i = 0; i < net->noutputs; i++)
@@ -323,10 +301,9 @@ static bool masks_from_branches(DlcModule *m, DlcNetwork *net) {
     for (int i = 0; i < net->nops; i++) {
         DlcOp *op = net->ops[i];
         int k = op->kind == DLC_OP_SLICE ? dlc_op_relu_grad_mask(op) : -1;
-        if (k < 0 || op->in[k]->kind != DLC_VAL_OP || op->in[k]->def->kind != DLC_OP_CONCAT ||
-            !dlc_type_eq(&op->in[k]->type, &op->in[0]->type))
+        if (k < 0 || op->in[k]->kind != DLC_VAL_OP || op->in[k]->def->kind != DLC_OP_CONCAT)
             continue;
-        DlcValue *branch = sliced_operand(op, op->in[k]);
+        DlcValue *branch = dlc_concat_operand_sliced(op->in[k]->def, op);
         if (branch)
             op->in[k] = branch, changed = true;
     }
