@@ -398,6 +398,28 @@ static void test_maxpool_by_hand(Tally *t) {
     dlrt_maxpool_forward(&pe, 1, xn, ye);
     CHECK(t, !isnan(ye[0]) && isnan(ye[3]));
 
+    /* a NaN in a plane of two bands (output rows 0-1021 and 1022-1029 of
+     * 3x3 windows over 1030 rows of 6): input row 1022 is read by both,
+     * which then go window by window, and row 1027 by the second only */
+    DlrtPool pb = make_pool(1, 1030, 6, 3, 3, 1, 1, 1, 1, false, false);
+    float *xb = falloc(1030 * 6), *yb = falloc(1030 * 6);
+    double *xbd = dalloc(1030 * 6), *want_b = dalloc(1030 * 6);
+    for (int i = 0; i < 1030 * 6; i++)
+        xb[i] = (float)((i * 37) % 101) - 50.0f, xbd[i] = xb[i];
+    xb[1022 * 6 + 3] = xb[1027 * 6] = NAN;
+    dlrt_maxpool_forward(&pb, 1, xb, yb);
+    pool_ref(&pb, 1, true, xbd, want_b); /* without the NaNs */
+    bool banded = true;
+    for (int oy = 0; oy < 1030; oy++)
+        for (int ox = 0; ox < 6; ox++) {
+            bool nan_window = (oy >= 1021 && oy <= 1023 && ox >= 2 && ox <= 4) ||
+                              (oy >= 1026 && oy <= 1028 && ox <= 1);
+            float got = yb[oy * 6 + ox];
+            banded &= nan_window ? isnan(got) : got == (float)want_b[oy * 6 + ox];
+        }
+    CHECK(t, banded);
+    free(xb), free(yb), free(xbd), free(want_b);
+
     /* padding never wins, even over negative values */
     DlrtPool pp = make_pool(1, 3, 3, 3, 3, 1, 1, 1, 1, false, false);
     float neg[9], yn[9], wantn[9];
@@ -765,6 +787,61 @@ static void test_conv(Tally *t, DlrtRng *rng) {
     test_conv_case(t, rng, 1, 4, 4, 4, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1);
 }
 
+/* The forward convolution of one sample large enough for the workers to
+ * share it (kernels.c's CONV_INSIDE_MIN_WORK, 2^22 multiply-adds, with
+ * dlrt_threads() > 1), and of two samples, one a worker: with its bias or
+ * folded batchnorm and its ReLU, the product by blocks of columns (a wide
+ * plane) and by rows (many filters on a small plane, pointwise or not).
+ * The wide plane's im2col matrix (144 rows of 4096 columns, 2.4 MB) is
+ * built and multiplied in 10 bands of 7 output rows (kernels.c's
+ * conv_band_rows), the workers taking whole bands; the others in one
+ * piece, the workers sharing its channels, as is GoogLeNet's 3x3 on 7x7
+ * (1440 rows of 49 columns, which bands would cut too thin).  Forward only: finite differences over millions of
+ * multiply-adds would take minutes. */
+static void test_conv_large(Tally *t, DlrtRng *rng) {
+    /*                      n  c   h   w   f    k */
+    int64_t cases[][6] = {{1, 16, 64, 64, 32, 3}, {1, 64, 8, 8, 256, 3}, {1, 160, 7, 7, 320, 3},
+                          {1, 512, 7, 7, 256, 1}, {2, 16, 64, 64, 32, 3}, {2, 64, 8, 8, 256, 3}};
+    for (int i = 0; i < 6; i++) {
+        int64_t n = cases[i][0], c = cases[i][1], h = cases[i][2], w = cases[i][3];
+        int64_t f = cases[i][4], k = cases[i][5], pad = k / 2, plane = h * w;
+        DlrtConv cv = {.c = c, .h = h, .w = w, .f = f, .kh = k, .kw = k, .sh = 1, .sw = 1,
+                       .ph = pad, .pw = pad, .dh = 1, .dw = 1, .groups = 1,
+                       .oh = h, .ow = w, .act = DLRT_ACT_RELU};
+        int64_t nx = n * c * plane, nw = f * c * k * k, ny = n * f * plane;
+        float *xf = falloc(nx), *wf = falloc(nw), *bf = falloc(f), *scale = falloc(f);
+        float *y = falloc(ny), *work = falloc(dlrt_conv2d_workspace(&cv, dlrt_threads()));
+        double *x = dalloc(nx), *wd = dalloc(nw), *b = dalloc(f), *sc = dalloc(f);
+        double *want = dalloc(ny), *zero = dalloc(f);
+        fill_random(rng, xf, x, nx);
+        fill_random(rng, wf, wd, nw);
+        fill_random(rng, bf, b, f);
+        fill_random(rng, scale, sc, f);
+        memset(zero, 0, sizeof *zero * (size_t)f);
+        char what[112];
+        int len = snprintf(what, sizeof what,
+                           "conv n%" PRId64 " c%" PRId64 " %" PRId64 "x%" PRId64 " f%" PRId64
+                           " k%" PRId64 ": ", n, c, h, w, f, k);
+        snprintf(what + len, sizeof what - (size_t)len, "bias and ReLU");
+        dlrt_conv2d_forward(&cv, n, xf, wf, bf, y, work, dlrt_threads());
+        conv_ref(&cv, n, x, wd, b, want);
+        for (int64_t j = 0; j < ny; j++)
+            want[j] = want[j] > 0 ? want[j] : 0;
+        CHECK_CLOSE(t, what, y, want, ny, 1e-5);
+        snprintf(what + len, sizeof what - (size_t)len, "folded batchnorm and ReLU");
+        dlrt_conv2d_forward_folded(&cv, n, xf, wf, scale, bf, y, work, dlrt_threads());
+        conv_ref(&cv, n, x, wd, zero, want);
+        for (int64_t j = 0; j < ny; j++) {
+            int64_t ch = j / plane % f;
+            double v = want[j] * sc[ch] + b[ch];
+            want[j] = v > 0 ? v : 0;
+        }
+        CHECK_CLOSE(t, what, y, want, ny, 1e-5);
+        free(xf), free(wf), free(bf), free(scale), free(y), free(work);
+        free(x), free(wd), free(b), free(sc), free(want), free(zero);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Dense and bias                                                           */
 /* ------------------------------------------------------------------------ */
@@ -967,17 +1044,23 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 2, 3, 9, 11, 3, 3, 1, 1, 1, 1, true);
     test_pool_case(t, rng, 1, 2, 12, 12, 3, 3, 2, 2, 0, 0, true);
     test_pool_case(t, rng, 1, 2, 10, 9, 3, 3, 2, 2, 1, 1, false);
-    /* rows wider than the separable loop's column maxima (MAXPOOL_COLUMNS,
-     * 512): in two or more chunks, at strides 1, 2 and 3, padded and
-     * clipped by ceil mode at both ends; windows of 100 columns; and wider
-     * than the column maxima, window by window (small planes: the finite
-     * differences take most of this test's time under the sanitizers) */
+    /* wide rows, at strides 1, 2 and 3, padded and clipped by ceil mode
+     * at both ends; windows of 100 and 600 columns (small planes: the
+     * finite differences take most of this test's time under the
+     * sanitizers) */
     test_pool_case(t, rng, 1, 1, 2, 530, 3, 3, 1, 1, 1, 1, false);
     test_pool_case(t, rng, 1, 1, 2, 1031, 3, 3, 2, 2, 0, 0, true);
     test_pool_case(t, rng, 1, 1, 2, 1030, 2, 5, 1, 3, 0, 2, false);
     test_pool_case(t, rng, 1, 1, 1, 530, 1, 100, 1, 1, 0, 0, false);
     test_pool_case(t, rng, 1, 1, 2, 1031, 2, 3, 2, 2, 1, 1, true);
     test_pool_case(t, rng, 1, 1, 1, 700, 1, 600, 1, 50, 0, 0, true);
+    /* max pooling's bands (kernels.c's MAXPOOL_BAND, 8192 elements of
+     * padded rows): planes of two bands at strides 1 and 2, and rows too
+     * wide for one band of 3x3 windows (2802 padded columns), window by
+     * window */
+    test_pool_case(t, rng, 1, 1, 1030, 6, 3, 3, 1, 1, 1, 1, false);
+    test_pool_case(t, rng, 1, 1, 1200, 5, 3, 3, 2, 2, 1, 1, true);
+    test_pool_case(t, rng, 1, 1, 2, 2800, 3, 3, 1, 1, 1, 1, false);
 
     /* 2x2 windows of stride 2 (their own loop): ties go to the first
      * maximum in row-major order, a plane with a NaN to the NaN; with
@@ -1352,6 +1435,7 @@ static int run_unit_tests(void) {
     DlrtRng rng;
     dlrt_rng_seed(&rng, 20240601);
     test_conv_by_hand(&t);
+    test_conv_large(&t, &rng);
     test_maxpool_by_hand(&t);
     test_avgpool_by_hand(&t);
     test_optimizers_by_hand(&t);
