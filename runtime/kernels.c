@@ -5,7 +5,7 @@
  * weights [out, in] (PyTorch's layouts, so checkpoints need no transposes).
  * The semantics are PyTorch's, including its edge cases: max pooling takes
  * the first maximum of a window in row-major order and lets a NaN win, and
- * padding never wins (it is not read); average pooling's divisor follows
+ * padding never wins (-inf stands for it); average pooling's divisor follows
  * ATen's cpu_avg_pool (with count_include_pad it counts padded positions
  * inside the padded input but not those a ceil-mode window hangs beyond it);
  * the optimizers round as torch.optim's single-tensor updates of 1.13 do.
@@ -15,8 +15,10 @@
  * faster than plain loops: dense forward and backward directly, and the
  * convolutions as one product per sample and group over an im2col buffer
  * (the caller's workspace, dlrt_conv2d_workspace floats), so that a
- * convolution is [f/g, c/g*kh*kw] x [c/g*kh*kw, oh*ow].  A pointwise
- * convolution (1x1, stride 1, no padding) multiplies the input directly.
+ * convolution is [f/g, c/g*kh*kw] x [c/g*kh*kw, oh*ow] (the forward one a
+ * band of output rows at a time where the whole matrix would outgrow L2:
+ * conv_band_rows).  A pointwise convolution (1x1, stride 1, no padding)
+ * multiplies the input directly.
  * The backward input kernel scatters the product back with col2im (for
  * stride 1 and few filters, a product over dy's rows padded to the padded
  * input's width, which col2im adds tap by tap in contiguous runs); the
