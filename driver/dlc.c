@@ -346,11 +346,12 @@ static void parse_options(int argc, char **argv, Options *o) {
     o->input = argv[optind];
     if (o->emit == EMIT_GUESS) {
         size_t n = o->output ? strlen(o->output) : 0;
-        bool ir = !o->output || (n > 5 && strcmp(o->output + n - 5, ".dlir") == 0);
+        bool ir = !o->output || strcmp(o->output, "-") == 0 ||
+                  (n > 5 && strcmp(o->output + n - 5, ".dlir") == 0);
         bool dot = n > 4 && strcmp(o->output + n - 4, ".dot") == 0;
         o->emit = ir ? EMIT_IR : dot ? EMIT_DOT : EMIT_EXE;
     }
-    if (o->emit == EMIT_EXE && !o->output) {
+    if (o->emit == EMIT_EXE && (!o->output || strcmp(o->output, "-") == 0)) {
         fprintf(stderr, "dlc: error: --emit=exe writes a program: name it with -o FILE\n");
         exit(2);
     }
@@ -643,9 +644,10 @@ static bool write_in_place(const char *path, const char *buf, size_t len) {
 }
 
 /* Writes the output buffer to path through a temporary file in the same
- * directory, renamed into place, so that a reader never sees half a file. */
+ * directory, renamed into place, so that a reader never sees half a file;
+ * to standard output without a path or for "-" (as --emit=ptx -o -). */
 static bool write_output(const char *path, const char *buf, size_t len) {
-    if (!path) {
+    if (!path || strcmp(path, "-") == 0) {
         fwrite(buf, 1, len, stdout);
         return fflush(stdout) == 0;
     }
