@@ -780,9 +780,9 @@ static void test_conv(Tally *t, DlrtRng *rng) {
     /* large enough to be split among threads (dlrt_threads() > 1): five
      * samples over the workers, partial weight gradients summed */
     test_conv_case(t, rng, 5, 4, 10, 10, 8, 3, 3, 1, 1, 1, 1, 1, 1, 2);
-    /* one sample, large enough for the workers to share it: im2col and
-     * col2im by channel, the products by blocks of columns (a wide plane)
-     * and of rows (many filters on a small plane) */
+    /* one sample, a wide plane and many filters on a small plane: below
+     * CONV_INSIDE_MIN_WORK, so on one worker (test_conv_large has the
+     * samples the workers share) */
     test_conv_case(t, rng, 1, 2, 16, 16, 32, 3, 3, 1, 1, 1, 1, 1, 1, 1);
     test_conv_case(t, rng, 1, 4, 4, 4, 128, 3, 3, 1, 1, 1, 1, 1, 1, 1);
 }
@@ -796,8 +796,10 @@ static void test_conv(Tally *t, DlrtRng *rng) {
  * built and multiplied in 10 bands of 7 output rows (kernels.c's
  * conv_band_rows), the workers taking whole bands; the others in one
  * piece, the workers sharing its channels, as is GoogLeNet's 3x3 on 7x7
- * (1440 rows of 49 columns, which bands would cut too thin).  Forward only: finite differences over millions of
- * multiply-adds would take minutes. */
+ * (1440 rows of 49 columns, which bands would cut too thin).  The input
+ * and weight gradients are checked against the same kernels on one
+ * worker: finite differences over millions of multiply-adds would take
+ * minutes. */
 static void test_conv_large(Tally *t, DlrtRng *rng) {
     /*                      n  c   h   w   f    k */
     int64_t cases[][6] = {{1, 16, 64, 64, 32, 3}, {1, 64, 8, 8, 256, 3}, {1, 160, 7, 7, 320, 3},
@@ -837,6 +839,24 @@ static void test_conv_large(Tally *t, DlrtRng *rng) {
             want[j] = v > 0 ? v : 0;
         }
         CHECK_CLOSE(t, what, y, want, ny, 1e-5);
+        /* the gradients, whose reference is the same kernels on one worker
+           (the forward one just checked against conv_ref) */
+        float *dyf = falloc(ny), *dx = falloc(nx), *dw = falloc(nw);
+        double *dy = dalloc(ny), *dx1 = dalloc(nx), *dw1 = dalloc(nw);
+        fill_random(rng, dyf, dy, ny);
+        dlrt_conv2d_backward_input(&cv, n, dyf, wf, NULL, dx, work, 1);
+        dlrt_conv2d_backward_weight(&cv, n, dyf, xf, dw, work, 1);
+        for (int64_t j = 0; j < nx; j++)
+            dx1[j] = dx[j];
+        for (int64_t j = 0; j < nw; j++)
+            dw1[j] = dw[j];
+        dlrt_conv2d_backward_input(&cv, n, dyf, wf, NULL, dx, work, dlrt_threads());
+        dlrt_conv2d_backward_weight(&cv, n, dyf, xf, dw, work, dlrt_threads());
+        snprintf(what + len, sizeof what - (size_t)len, "input gradient, all workers vs one");
+        CHECK_CLOSE(t, what, dx, dx1, nx, 1e-5);
+        snprintf(what + len, sizeof what - (size_t)len, "weight gradient, all workers vs one");
+        CHECK_CLOSE(t, what, dw, dw1, nw, 1e-5);
+        free(dyf), free(dx), free(dw), free(dy), free(dx1), free(dw1);
         free(xf), free(wf), free(bf), free(scale), free(y), free(work);
         free(x), free(wd), free(b), free(sc), free(want), free(zero);
     }
