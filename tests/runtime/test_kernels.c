@@ -1077,10 +1077,22 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     /* max pooling's bands (kernels.c's MAXPOOL_BAND, 8192 elements of
      * padded rows): planes of two bands at strides 1 and 2, and rows too
      * wide for one band of 3x3 windows (2802 padded columns), window by
-     * window */
-    test_pool_case(t, rng, 1, 1, 1030, 6, 3, 3, 1, 1, 1, 1, false);
-    test_pool_case(t, rng, 1, 1, 1200, 5, 3, 3, 2, 2, 1, 1, true);
-    test_pool_case(t, rng, 1, 1, 2, 2800, 3, 3, 1, 1, 1, 1, false);
+     * window.  The forward kernel only: the bands are its own, and finite
+     * differences over these planes took minutes under the sanitizers. */
+    int64_t banded[][10] = {{2, 1030, 6, 3, 3, 1, 1, 1, 1, 0}, {1, 1200, 5, 3, 3, 2, 2, 1, 1, 1},
+                            {1, 2, 2800, 3, 3, 1, 1, 1, 1, 0}};
+    for (int i = 0; i < 3; i++) {
+        const int64_t *b = banded[i];
+        DlrtPool p = make_pool(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], false);
+        int64_t nx = p.c * p.h * p.w, ny = p.c * p.oh * p.ow;
+        float *x = falloc(nx), *y = falloc(ny);
+        double *xd = dalloc(nx), *want = dalloc(ny);
+        fill_random(rng, x, xd, nx);
+        dlrt_maxpool_forward(&p, 1, x, y);
+        pool_ref(&p, 1, true, xd, want);
+        CHECK_CLOSE(t, "maxpool forward in bands", y, want, ny, 0);
+        free(x), free(y), free(xd), free(want);
+    }
 
     /* 2x2 windows of stride 2 (their own loop): ties go to the first
      * maximum in row-major order, a plane with a NaN to the NaN; with
