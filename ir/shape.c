@@ -895,12 +895,20 @@ bool dlc_infer_sgd_update(DlcInfer *inf) {
     return sgd_params(inf, &inf->in[0], 1);
 }
 
-/* (dy, x, lr, @p[, @p.momentum_buffer]): p's type is dense_grad_weight's */
-bool dlc_infer_dense_sgd_update(DlcInfer *inf) {
+/* The type of the weight gradient that a dense layer's fused update
+ * computes from its first two operands (dy, x), as dense_grad_weight's,
+ * without adding it as a result. */
+static bool dense_gradient(DlcInfer *inf, DlcType *g) {
     if (!dlc_infer_dense_grad_weight(inf))
         return false;
-    DlcType g = inf->out[--inf->nout];
-    return sgd_params(inf, &g, 2);
+    *g = inf->out[--inf->nout];
+    return true;
+}
+
+/* (dy, x, lr, @p[, @p.momentum_buffer]): p's type is dense_grad_weight's */
+bool dlc_infer_dense_sgd_update(DlcInfer *inf) {
+    DlcType g;
+    return dense_gradient(inf, &g) && sgd_params(inf, &g, 2);
 }
 
 /* Adam's operands from lr (the step count after it) and its parameters,
@@ -929,8 +937,6 @@ bool dlc_infer_adam_update(DlcInfer *inf) {
 /* (dy, x, lr, step, @p, @p.exp_avg, @p.exp_avg_sq): p's type is
  * dense_grad_weight's */
 bool dlc_infer_dense_adam_update(DlcInfer *inf) {
-    if (!dlc_infer_dense_grad_weight(inf))
-        return false;
-    DlcType g = inf->out[--inf->nout];
-    return adam_params(inf, &g, 2);
+    DlcType g;
+    return dense_gradient(inf, &g) && adam_params(inf, &g, 2);
 }
