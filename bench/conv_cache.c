@@ -18,19 +18,7 @@
 #include <stdlib.h>
 
 #include "dlrt.h"
-
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+#include "timing.h"
 
 static float *random_floats(int64_t count, float lo) {
     float *v = malloc((size_t)count * sizeof *v);

@@ -16,21 +16,11 @@
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
+
+#include "timing.h"
 
 char *openblas_get_corename(void);
 int openblas_get_num_threads(void);
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-static int by_value(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 int main(int argc, char **argv) {
     int repeats = argc > 1 ? atoi(argv[1]) : 3;
