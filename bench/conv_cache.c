@@ -64,7 +64,8 @@ int main(int argc, char **argv) {
         DlrtConv cv = {.c = c, .h = h, .w = h, .f = f, .oh = h, .ow = h, .kh = k, .kw = k,
                        .sh = 1, .sw = 1, .ph = k / 2, .pw = k / 2, .dh = 1, .dw = 1,
                        .groups = 1, .act = DLRT_ACT_RELU};
-        float *x = random_floats((int64_t)c * h * h, 0), *w = random_floats((int64_t)f * c * k * k, -.5f);
+        float *x = random_floats((int64_t)c * h * h, 0);
+        float *w = random_floats((int64_t)f * c * k * k, -.5f);
         float *scale = random_floats(f, .5f), *shift = random_floats(f, -.5f);
         float *y = random_floats((int64_t)f * h * h, 0);
         float *work = random_floats(dlrt_conv2d_workspace(&cv, threads), 0);
