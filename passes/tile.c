@@ -19,21 +19,26 @@
  *     multiply-add (rows x columns / (rows + columns) registers) among
  *     those that fit the register file next to the operands they load,
  *     and it must load less than one (BLAS does better than that);
- *   - they are chosen only where the block's operands for the whole sum
- *     (its rows of weights and its columns of every tap) fit the L1
- *     cache, one sample's padded copy and result fit L2, and at least half
- *     of the product's multiply-adds are not padding (the gradient of a
- *     small input pads dy by nearly the kernel's size on each side).  Larger
- *     convolutions are where BLAS's packing pays for itself, and so are
- *     1x1 convolutions, whose product reads the input as it is;
+ *   - blocks over the padded width are chosen only where the block's
+ *     operands for the whole sum (its rows of weights and its columns of
+ *     every tap) fit the L1 cache, one sample's padded copy and result fit
+ *     L2, and at least half of the product's multiply-adds are not padding
+ *     (the gradient of a small input pads dy by nearly the kernel's size on
+ *     each side).  Beyond that BLAS's packing pays for itself, and so it
+ *     does for 1x1 convolutions, whose product reads the input as it is;
+ *   - a forward convolution whose filters fill whole registers may put
+ *     them in the lanes (filter_lanes) at any size: its blocks stream their
+ *     weights from L2, so it needs only that they fit there, and, where all
+ *     of the weights outgrow L2, enough positions to pay for copying them
+ *     every call (FILTER_LANES_POSITION_REGISTERS);
  *   - a weight gradient takes them only while its product per sample is
  *     small (WEIGHT_GRADIENT_MACS): its block is the kernel's width by a
  *     few filters, and it reads a row of dy and one of the source for
  *     each few multiply-adds, where BLAS's packed panels do better once
  *     the product is large enough to pay for the packing;
- *   - a convolution or a weight gradient whose filters fill whole registers
- *     may put them in the lanes (filter_lanes) where the model gives that
- *     less time: no padding columns, and for the weight gradient no sums
+ *   - a small convolution or weight gradient whose filters fill whole
+ *     registers takes the lanes where the model gives that less time than
+ *     the padded width: no padding columns, and for the weight gradient no sums
  *     added up lane by lane every sample, at the price of storing each
  *     result (conv2d) or each element of dy (its transposed copy) apart;
  *   - a small input gradient may take the transposed product (scatter):
@@ -190,12 +195,38 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
     return (fmas + fmas / intensity) / 2 + (double)stores;
 }
 
+/* The fewest positions a filter-lanes convolution whose weights outgrow L2
+ * must have, in registers' lanes: its copy of the weights (made every call)
+ * then moves each weight from L3 or memory, several cycles, against
+ * positions / (2 * lanes) cycles of multiply-adds per weight.  Measured at
+ * batch 1 on 2 threads (2-core AVX2, interleaved against BLAS): GoogLeNet's
+ * 7x7 planes (49 positions) with 1.8 and 2.6 MB of weights 11% and 24%
+ * slower in filter lanes, its 14x14 (196) with 1.5 and 1.8 MB 6% faster,
+ * its 7x7 with 0.2 MB 55% faster; AlexNet's 13x13 (169) with 2.6 MB 15%
+ * slower. */
+#define FILTER_LANES_POSITION_REGISTERS 24
+
+/* The fewest taps (channels x kernel taps), in registers' lanes, of a
+ * filter-lanes convolution that no block over the padded width could take
+ * instead, so that it competes with BLAS alone: each result is stored
+ * element by element, about 2 * lanes / taps of the multiply-adds' time.
+ * VGG-16's first convolution (27 taps, 224x224) was 20% slower than BLAS
+ * at batch 1 on 2 threads (2-core AVX2), GoogLeNet's of 144 taps as fast,
+ * of 216 and more 6-20% faster. */
+#define FILTER_LANES_TAP_REGISTERS 16
+
 /* conv2d with the filters in the lanes (filter_lanes): the block of least
- * time among those that fit the registers and L1, in *b, and its time;
- * false where the filters do not fill whole registers.  rows filters = nv
- * registers by cols positions: nv * cols accumulators, nv loaded weights
- * and a broadcast; it computes every position once (rounded up to the
- * block).
+ * time among those that fit the registers and whose operands stream from
+ * L2, in *b, and its time; false where the filters do not fill whole
+ * registers.  rows filters = nv registers by cols positions: nv * cols
+ * accumulators, nv loaded weights and a broadcast, and a register to
+ * spare: GoogLeNet's 3x3 convolutions ran 20-40% slower with the blocks
+ * of 3 registers by 4 positions that fill AVX2's 16 than with 2 by 6
+ * (batch 1, 2 threads).  It computes every position once (rounded up to
+ * the block).  The code generator gives a block of filters all of the
+ * positions before the next, so its weights (in order, from a copy made
+ * per call) must stay in L2, but not in L1: GoogLeNet's (55 to 110 KB a
+ * block) run at BLAS's speed per multiply-add from L2 and need no im2col.
  * Blocks that load an operand or more per multiply-add are left out:
  * GoogLeNet's inception4a 3x3 convolution (208 filters, 864 taps) took a
  * block of one register by one position that way, and its batch-1
@@ -205,11 +236,13 @@ static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, Block *
     int64_t lanes = t->vector / 4, positions = p->c.oh * p->c.ow;
     double best_intensity = 0;
     *time = 0;
+    if (4 * p->c.rows * p->k > t->l2 && positions < FILTER_LANES_POSITION_REGISTERS * lanes)
+        return false;
     for (int64_t nv = 1; nv <= 4; nv++) {
         if (p->c.rows % (nv * lanes))
             continue;
-        for (int64_t cols = 1; nv * cols + nv + 1 <= t->registers; cols++) {
-            if (4 * p->k * (nv * lanes + cols) > t->l1)
+        for (int64_t cols = 1; nv * cols + nv + 2 <= t->registers; cols++) {
+            if (4 * p->k * (nv * lanes + cols) > t->l2 / 2)
                 break; /* the block's weights and positions for the whole sum */
             int64_t computed = p->c.rows * p->k * ((positions + cols - 1) / cols * cols);
             double intensity = (double)(nv * cols) / (double)(nv + cols);
@@ -303,10 +336,11 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
     if (!product_of(op, &p))
         return false;
     int64_t lanes = t->vector / 4, plane = result_plane(&p.c);
-    /* one sample's copy and result must stay in L2 (scatter has its own
-       copy and result, and rule, in choose_scatter) */
+    /* one sample's copy and result must stay in L2 for the blocks over the
+       padded width (scatter and filter lanes have their own rules, in
+       choose_scatter and choose_filter_lanes) */
     bool fits = 4 * (p.c.channels * source_plane(&p.c) + p.c.rows * plane) <= t->l2;
-    if (!fits && op->kind != DLC_OP_CONV2D_GRAD_INPUT)
+    if (!fits && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         return false;
     bool weight = op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
     if (weight && p.macs > WEIGHT_GRADIENT_MACS)
@@ -374,7 +408,8 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
         *b = other;
         return true;
     }
-    if (op->kind == DLC_OP_CONV2D && choose_filter_lanes(&p, t, &other, &other_time) &&
+    if (op->kind == DLC_OP_CONV2D && (best > 0 || p.k >= FILTER_LANES_TAP_REGISTERS * lanes) &&
+        choose_filter_lanes(&p, t, &other, &other_time) &&
         (best == 0 ||
          /* its stores: a register of yp, then yp again and the result */
          other_time < block_time(best_computed, best, lanes, 3 * p.c.rows * plane / lanes))) {
