@@ -13,6 +13,7 @@
  * every step of both runs on the same weights.  It prints each build's
  * median and minimum step time and the median of the PAIRS ratios B/A
  * (below 1: B is faster); which build goes first alternates by pair. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime in ISO C mode */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -28,7 +28,15 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 build=${BUILD:-$root/build}
 a=$1 b=$2 batch=${3:-1} pairs=${4:-100} threads=${5:-2} mode=${6:-infer}
-header=$(ls "$a"/*.h | head -n 1)
+header=
+for h in "$a"/*.h; do
+    header=$h
+    break
+done
+if [ ! -f "$header" ]; then
+    echo "ab_generated.sh: no NET.h in $a (dlc NET.dl --emit=c -o $a)" >&2
+    exit 1
+fi
 name=$(basename "$header" .h)
 upper=$(echo "$name" | tr '[:lower:]' '[:upper:]')
 in=$(awk -v p="${upper}_" '$1 == "#define" && index($2, p) == 1 && $2 ~ /_SIZE$/ && $2 !~ /OUTPUT/ {print $3; exit}' "$header")
