@@ -39,10 +39,12 @@ if [ ! -f "$header" ]; then
 fi
 name=$(basename "$header" .h)
 upper=$(echo "$name" | tr '[:lower:]' '[:upper:]')
-in=$(awk -v p="${upper}_" '$1 == "#define" && index($2, p) == 1 && $2 ~ /_SIZE$/ && $2 !~ /OUTPUT/ {print $3; exit}' "$header")
+# NAME_input_SIZE (the first input's) and NAME_OUTPUT0_SIZE
+in=$(awk -v p="${upper}_" '$1 == "#define" && index($2, p) == 1 &&
+                           $2 ~ /_SIZE$/ && $2 !~ /OUTPUT/ {print $3; exit}' "$header")
 out=$(awk -v p="${upper}_OUTPUT0_SIZE" '$1 == "#define" && $2 == p {print $3; exit}' "$header")
 if [ -z "$in" ] || [ -z "$out" ] || [ ! -f "$b/$name.c" ]; then
-    echo "ab_generated.sh: $a and $b must hold $name.h and $name.c of one network with one input" >&2
+    echo "ab_generated.sh: $a and $b must hold $name.h and $name.c of one network" >&2
     exit 1
 fi
 work=$(mktemp -d)

@@ -208,7 +208,7 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
 
 /* The fewest taps (channels x kernel taps), in registers' lanes, of a
  * filter-lanes convolution that no block over the padded width could take
- * instead, so that it competes with BLAS alone: each result is stored
+ * instead (`alone` in choose_filter_lanes), so that it competes with BLAS: each result is stored
  * element by element, about 2 * lanes / taps of the multiply-adds' time.
  * VGG-16's first convolution (27 taps, 224x224) was 20% slower than BLAS
  * at batch 1 on 2 threads (2-core AVX2), GoogLeNet's of 144 taps as fast,
@@ -218,7 +218,9 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
 /* conv2d with the filters in the lanes (filter_lanes): the block of least
  * time among those that fit the registers and whose operands stream from
  * L2, in *b, and its time; false where the filters do not fill whole
- * registers.  rows filters = nv registers by cols positions: nv * cols
+ * registers, or where the rules for large convolutions (above) rule it
+ * out: alone, it is compared with BLAS rather than with a block over the
+ * padded width.  rows filters = nv registers by cols positions: nv * cols
  * accumulators, nv loaded weights and a broadcast, and a register to
  * spare: GoogLeNet's 3x3 convolutions ran 20-40% slower with the blocks
  * of 3 registers by 4 positions that fill AVX2's 16 than with 2 by 6
@@ -231,12 +233,14 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
  * GoogLeNet's inception4a 3x3 convolution (208 filters, 864 taps) took a
  * block of one register by one position that way, and its batch-1
  * inference was 6% slower than with blocks over the padded width. */
-static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, Block *b,
+static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool alone, Block *b,
                                 double *time) {
     int64_t lanes = t->vector / 4, positions = p->c.oh * p->c.ow;
     double best_intensity = 0;
     *time = 0;
     if (4 * p->c.rows * p->k > t->l2 && positions < FILTER_LANES_POSITION_REGISTERS * lanes)
+        return false;
+    if (alone && p->k < FILTER_LANES_TAP_REGISTERS * lanes)
         return false;
     for (int64_t nv = 1; nv <= 4; nv++) {
         if (p->c.rows % (nv * lanes))
@@ -408,8 +412,7 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
         *b = other;
         return true;
     }
-    if (op->kind == DLC_OP_CONV2D && (best > 0 || p.k >= FILTER_LANES_TAP_REGISTERS * lanes) &&
-        choose_filter_lanes(&p, t, &other, &other_time) &&
+    if (op->kind == DLC_OP_CONV2D && choose_filter_lanes(&p, t, best == 0, &other, &other_time) &&
         (best == 0 ||
          /* its stores: a register of yp, then yp again and the result */
          other_time < block_time(best_computed, best, lanes, 3 * p.c.rows * plane / lanes))) {

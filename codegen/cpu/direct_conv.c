@@ -88,9 +88,10 @@
  * the sample's source for itself, or, with filter lanes, its blocks of
  * filters or of positions, the workers padding the sample together
  * (put_filter_lanes_product).  The blocks and their sums are those of the
- * whole sample, so the bits are the same.  The loops over the blocks keep their constant bounds
- * and skip another part's blocks: with the part's bounds in them, GCC's
- * code for LeNet-5's first convolution was a third slower.
+ * whole sample, so the bits are the same.  The loops over the blocks keep
+ * their constant bounds and skip another part's blocks: with the part's
+ * bounds in them, GCC's code for LeNet-5's first convolution was a third
+ * slower.
  *
  * Preconditions: the op's attributes passed check_tile (ir/shape.c). */
 #include <string.h>
