@@ -186,7 +186,7 @@ static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
 /* ---- the rules ---------------------------------------------------------- */
 
 /* A convolution's tile (see ops.def), when the tile pass or IR text chose
- * dlc's own loops: they compute stride-1, ungrouped convolutions as
+ * dlc's own loops: they compute ungrouped convolutions as
  * products over a zero-padded copy of the input (docs/passes.md), so the
  * input's padding must be one the loops can make (for the gradient of the
  * input, the padding of dy: at most the dilated kernel's extent), the
@@ -194,6 +194,9 @@ static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
  * columns be whole registers (or, for the weight gradient, the kernel's
  * width); with filter_lanes, the rows are whole registers and the columns
  * any number of positions (for the weight gradient, the kernel's width).
+ * Only conv2d with filter_lanes takes a stride (its positions find their
+ * taps through offsets of their own): the other blocks run along the
+ * padded plane's rows one position apart.
  * An input gradient with scatter has the same rules: its rows are channels
  * of the input gradient, its columns positions of dy. */
 static bool check_tile(DlcInfer *inf, int64_t rows) {
@@ -207,8 +210,10 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
     const char *why = NULL;
     if (v != 16 && v != 32 && v != 64)
         why = "vector must be 16, 32 or 64 (bytes of a SIMD register)";
-    else if (s[0] != 1 || s[1] != 1 || A("groups").i != 1)
-        why = "dlc's own loops need stride 1 and groups=1";
+    else if (A("groups").i != 1)
+        why = "dlc's own loops need groups=1";
+    else if ((s[0] != 1 || s[1] != 1) && (inf->kind != DLC_OP_CONV2D || !lanes))
+        why = "dlc's own loops need stride 1, except conv2d with filter_lanes";
     else if (inf->kind == DLC_OP_CONV2D_GRAD_INPUT &&
              (p[0] > (k[0] - 1) * d[0] || p[1] > (k[1] - 1) * d[1]))
         why = "dlc's own loops need a padding no larger than the dilated kernel";

@@ -27,7 +27,8 @@
  *     each side).  Beyond that BLAS's packing pays for itself, and so it
  *     does for 1x1 convolutions, whose product reads the input as it is;
  *   - a forward convolution whose filters fill whole registers may put
- *     them in the lanes (filter_lanes) at any size: its blocks stream their
+ *     them in the lanes (filter_lanes) at any size and stride (a strided
+ *     one takes no other block of dlc's): its blocks stream their
  *     weights from L2, so it needs only that they fit there, and, where all
  *     of the weights outgrow L2, enough positions to pay for copying them
  *     every call (FILTER_LANES_POSITION_REGISTERS);
@@ -143,19 +144,22 @@ const char *dlc_target_cpu_parse(const char *spec, DlcTargetCpu *t) {
 typedef struct Product {
     DlcConvProduct c;
     int64_t k, macs;
+    bool strided; /* a forward convolution with a stride: filter lanes only */
 } Product;
 
 static const DlcAttr *attr(const DlcOp *op, const char *name) {
     return &op->attrs[dlc_op_attr_index(op->kind, name)];
 }
 
-/* The product of op, or false where dlc's loops do not apply (strides,
- * groups, an input gradient's padding larger than the kernel) or do not
- * pay (1x1 convolutions read their input as it is). */
+/* The product of op, or false where dlc's loops do not apply (groups, the
+ * gradients of a strided convolution, an input gradient's padding larger
+ * than the kernel) or do not pay (1x1 convolutions read their input as it
+ * is). */
 static bool product_of(const DlcOp *op, Product *p) {
     const int64_t *k = attr(op, "kernel")->pair, *s = attr(op, "stride")->pair,
                   *pad = attr(op, "pad")->pair;
-    if (s[0] != 1 || s[1] != 1 || attr(op, "groups")->i != 1)
+    p->strided = s[0] != 1 || s[1] != 1;
+    if ((p->strided && op->kind != DLC_OP_CONV2D) || attr(op, "groups")->i != 1)
         return false;
     if (k[0] == 1 && k[1] == 1 && pad[0] == 0 && pad[1] == 0)
         return false;
@@ -342,8 +346,10 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
     int64_t lanes = t->vector / 4, plane = result_plane(&p.c);
     /* one sample's copy and result must stay in L2 for the blocks over the
        padded width (scatter and filter lanes have their own rules, in
-       choose_scatter and choose_filter_lanes) */
-    bool fits = 4 * (p.c.channels * source_plane(&p.c) + p.c.rows * plane) <= t->l2;
+       choose_scatter and choose_filter_lanes), whose positions are the
+       padded plane's own, one apart */
+    bool fits = 4 * (p.c.channels * source_plane(&p.c) + p.c.rows * plane) <= t->l2 &&
+                !p.strided;
     if (!fits && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         return false;
     bool weight = op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;

@@ -31,7 +31,10 @@
  *     positions before the next block starts, so that its weights (a
  *     copy per block, in order) stream from L2; this is what makes the
  *     form pay for large convolutions too (GoogLeNet's and ResNet's 3x3
- *     ones), where it needs no im2col.
+ *     ones), where it needs no im2col.  Since each position's taps are
+ *     found through its own offset, the positions may be a stride apart
+ *     (oy*SH*WP + ox*SW): the only form here that takes strided
+ *     convolutions, such as the first ones of GoogLeNet, ResNet and AlexNet.
  *   - conv2d_grad_input: the same product over dy, padded by the dilated
  *     kernel less the forward padding, with the weights flipped and their
  *     two channel axes swapped (a copy made once per call).
@@ -119,7 +122,8 @@ static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 typedef struct Geometry {
     int64_t ci, h, w, ph, pw, hp, wp; /* the source: channels, size, padding, padded size */
     int64_t co, oh, ow;               /* the result's channels and size */
-    int64_t kh, kw, dh, dw, k;        /* the kernel, its dilation, ci * kh * kw */
+    int64_t kh, kw, sh, sw, dh, dw, k; /* the kernel, its stride (filter lanes only) and
+                                          dilation, ci * kh * kw */
     int64_t p, pt, xps;               /* result plane in the padded width (with filter
                                          lanes, the result's positions), rounded up to
                                          the block; a padded source plane with slack */
@@ -135,13 +139,15 @@ typedef struct Geometry {
 } Geometry;
 
 static Geometry geometry(const DlcOp *op, const char *real) {
-    const int64_t *k = pair(op, "kernel"), *d = pair(op, "dilation"), *tile = pair(op, "tile");
+    const int64_t *k = pair(op, "kernel"), *s = pair(op, "stride"), *d = pair(op, "dilation"),
+                  *tile = pair(op, "tile");
     DlcConvProduct c;
     if (!dlc_conv_product(op, &c))
         dlc_unreachable("direct_conv: a padding check_tile accepts is negative");
     Geometry g = {.ci = c.channels, .h = c.h, .w = c.w, .ph = c.ph, .pw = c.pw,
                   .co = c.rows, .oh = c.oh, .ow = c.ow,
-                  .kh = k[0], .kw = k[1], .dh = d[0], .dw = d[1], .fb = tile[0],
+                  .kh = k[0], .kw = k[1], .sh = s[0], .sw = s[1], .dh = d[0], .dw = d[1],
+                  .fb = tile[0],
                   .bytes = int_attr(op, "vector")};
     g.lanes = g.bytes / (strcmp(real, "double") == 0 ? 8 : 4);
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw, g.k = g.ci * g.kh * g.kw;
@@ -199,14 +205,14 @@ void dlc_cpu_direct_conv_work(const DlcOp *op, const char *real, int64_t *shared
 /* The constants and vector types every body starts with. */
 static void put_prologue(Out *o, const Geometry *g, const char *real) {
     put(o, "    enum { CI = %lld, H = %lld, W = %lld, PH = %lld, PW = %lld, HP = %lld, WP = %lld,\n"
-           "           CO = %lld, OH = %lld, OW = %lld, KH = %lld, KW = %lld, DH = %lld, DW = %lld,\n"
-           "           K = %lld, P = %lld, PT = %lld, XPS = %lld, FB = %lld, PB = %lld, L = %lld,\n"
-           "           SHARED = %lld, SLICE = %lld };\n",
+           "           CO = %lld, OH = %lld, OW = %lld, KH = %lld, KW = %lld, SH = %lld, SW = %lld,\n"
+           "           DH = %lld, DW = %lld, K = %lld, P = %lld, PT = %lld, XPS = %lld, FB = %lld,\n"
+           "           PB = %lld, L = %lld, SHARED = %lld, SLICE = %lld };\n",
         (long long)g->ci, (long long)g->h, (long long)g->w, (long long)g->ph, (long long)g->pw,
         (long long)g->hp, (long long)g->wp, (long long)g->co, (long long)g->oh,
-        (long long)g->ow, (long long)g->kh, (long long)g->kw, (long long)g->dh,
-        (long long)g->dw, (long long)g->k, (long long)g->p, (long long)g->pt, (long long)g->xps,
-        (long long)g->fb, (long long)g->pb, (long long)g->lanes, (long long)g->shared,
+        (long long)g->ow, (long long)g->kh, (long long)g->kw, (long long)g->sh,
+        (long long)g->sw, (long long)g->dh, (long long)g->dw, (long long)g->k, (long long)g->p,
+        (long long)g->pt, (long long)g->xps, (long long)g->fb, (long long)g->pb, (long long)g->lanes, (long long)g->shared,
         (long long)g->slice);
     put(o, "    /* a register, and the same for loads and stores at any element */\n"
            "    typedef %s vec __attribute__((vector_size(%lld)));\n"
@@ -391,12 +397,12 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
            "                int unit = BY_FILTERS ? f0 / FB : p0 / PB;\n"
            "                if (unit < u0 || unit >= u1)\n"
            "                    continue; /* another part's blocks */\n"
-           "                /* each position's place in the padded plane; those past P\n"
-           "                   repeat the last one and are not stored */\n"
+           "                /* each position's first tap in the padded plane (a stride\n"
+           "                   apart); those past P repeat the last one and are not stored */\n"
            "                int at[PB];\n"
            "                for (int j = 0; j < PB; j++) {\n"
            "                    int p = p0 + j < P ? p0 + j : P - 1;\n"
-           "                    at[j] = p / OW * WP + p %% OW;\n"
+           "                    at[j] = p / OW * SH * WP + p %% OW * SW;\n"
            "                }\n"
            "                vec acc[FB / L][PB];\n"
            "                for (int i = 0; i < FB / L; i++)\n"

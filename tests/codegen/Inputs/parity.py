@@ -77,8 +77,9 @@ def lrnnet(p, x, training=False):
 
 def tilenet_params():
     return {"a.weight": (4, 1, 3, 3), "a.bias": (4,), "b.weight": (8, 4, 3, 5),
-            "c.weight": (16, 8, 3, 3), "c.bias": (16,), "d.weight": (8, 16, 3, 3),
-            "d.bias": (8,), "e.weight": (16, 144), "e.bias": (16,), "out.weight": (10, 16),
+            "c.weight": (16, 8, 3, 3), "c.bias": (16,), "s.weight": (16, 16, 3, 3),
+            "s.bias": (16,), "d.weight": (8, 16, 3, 3),
+            "d.bias": (8,), "e.weight": (16, 192), "e.bias": (16,), "out.weight": (10, 16),
             "out.bias": (10,)}
 
 
@@ -86,7 +87,8 @@ def tilenet(p, x, training=False):
     x = F.relu(F.conv2d(x, p["a.weight"], p["a.bias"], padding=1))
     x = torch.tanh(F.conv2d(x, p["b.weight"], padding=(1, 2), dilation=(2, 1)))
     x = F.relu(F.conv2d(F.relu(F.max_pool2d(x, 2)), p["c.weight"], p["c.bias"]))
-    x = F.leaky_relu(F.conv2d(F.max_pool2d(x, 2), p["d.weight"], p["d.bias"], padding=(1, 2), dilation=2), 0.1)
+    x = F.relu(F.conv2d(x, p["s.weight"], p["s.bias"], stride=2, padding=1))
+    x = F.leaky_relu(F.conv2d(x, p["d.weight"], p["d.bias"], padding=(1, 2), dilation=2), 0.1)
     x = torch.sigmoid(F.linear(x.flatten(1), p["e.weight"], p["e.bias"]))
     return F.linear(x, p["out.weight"], p["out.bias"])
 
