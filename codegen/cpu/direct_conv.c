@@ -212,8 +212,8 @@ static void put_prologue(Out *o, const Geometry *g, const char *real) {
         (long long)g->hp, (long long)g->wp, (long long)g->co, (long long)g->oh,
         (long long)g->ow, (long long)g->kh, (long long)g->kw, (long long)g->sh,
         (long long)g->sw, (long long)g->dh, (long long)g->dw, (long long)g->k, (long long)g->p,
-        (long long)g->pt, (long long)g->xps, (long long)g->fb, (long long)g->pb, (long long)g->lanes, (long long)g->shared,
-        (long long)g->slice);
+        (long long)g->pt, (long long)g->xps, (long long)g->fb, (long long)g->pb,
+        (long long)g->lanes, (long long)g->shared, (long long)g->slice);
     put(o, "    /* a register, and the same for loads and stores at any element */\n"
            "    typedef %s vec __attribute__((vector_size(%lld)));\n"
            "    typedef %s vecu __attribute__((vector_size(%lld), aligned(sizeof(%s))));\n",
