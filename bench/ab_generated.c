@@ -12,7 +12,10 @@
  * difference is printed).  Training steps use a learning rate of 0, so
  * every step of both runs on the same weights.  It prints each build's
  * median and minimum step time and the median of the PAIRS ratios B/A
- * (below 1: B is faster); which build goes first alternates by pair. */
+ * (below 1: B is faster); which build goes first alternates by pair.
+ * Inference runs frozen (NAME_freeze, as the program's `bench --mode
+ * infer` does) in a build that has the function; the symbols are weak, so
+ * code from before it still links, and runs unfrozen. */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime in ISO C mode */
 #include <math.h>
 #include <stdio.h>
@@ -27,6 +30,8 @@ DlrtStatus A_create(Net **net, int64_t max_batch, uint64_t seed, DlrtError *err)
 DlrtStatus B_create(Net **net, int64_t max_batch, uint64_t seed, DlrtError *err);
 DlrtStatus A_forward(Net *net, int64_t n, const float *x, float *y, DlrtError *err);
 DlrtStatus B_forward(Net *net, int64_t n, const float *x, float *y, DlrtError *err);
+DlrtStatus A_freeze(Net *net, DlrtError *err) __attribute__((weak));
+DlrtStatus B_freeze(Net *net, DlrtError *err) __attribute__((weak));
 DlrtStatus A_train_step(Net *net, int64_t n, const float *x, const int32_t *labels, float lr,
                         float *loss, DlrtError *err);
 DlrtStatus B_train_step(Net *net, int64_t n, const float *x, const int32_t *labels, float lr,
@@ -80,6 +85,13 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ab_generated: %s\n", err.message);
         return 1;
     }
+    if (!train && ((A_freeze && A_freeze(a.net, &err) != DLRT_OK) ||
+                   (B_freeze && B_freeze(b.net, &err) != DLRT_OK))) {
+        fprintf(stderr, "ab_generated: %s\n", err.message);
+        return 1;
+    }
+    printf("A %s, B %s\n", train ? "trains" : A_freeze ? "frozen" : "not frozen",
+           train ? "trains" : B_freeze ? "frozen" : "not frozen");
     float *x = alloc(sizeof *x * (size_t)(n * IN));
     float *ya = alloc(sizeof *ya * (size_t)(n * OUT)), *yb = alloc(sizeof *yb * (size_t)(n * OUT));
     int32_t *labels = alloc(sizeof *labels * (size_t)n);

@@ -11,6 +11,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "lenet5: %s\n", err.message);
         return 1;
     }
+    if (lenet5_freeze(net, &err) != DLRT_OK) /* the weights stay as loaded */
+        fprintf(stderr, "lenet5: %s; inference packs the weights per call\n", err.message);
     float image[LENET5_image_SIZE] = {0}, logits[LENET5_OUTPUT0_SIZE];
     /* ... fill image with pixels scaled to [0, 1] ... */
     lenet5_forward(net, 1, image, logits, &err);

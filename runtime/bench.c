@@ -67,7 +67,10 @@ static bool prepare(Bench *b) {
         fprintf(stderr, "%s: out of memory for batches of %lld\n", m->name, (long long)batch);
         return false;
     }
-    if (m->create(&b->net, batch, b->o->seed, &b->err) != DLRT_OK) {
+    /* inference reads weights that do not change: packed once, as a
+       product that embeds the network would (NAME_freeze) */
+    if (m->create(&b->net, batch, b->o->seed, &b->err) != DLRT_OK ||
+        (!b->train && m->freeze && m->freeze(b->net, &b->err) != DLRT_OK)) {
         fprintf(stderr, "%s: %s\n", m->name, b->err.message);
         return false;
     }

@@ -525,6 +525,9 @@ typedef struct DlrtModel {
     DlrtStatus (*create)(void **net, int64_t max_batch, uint64_t seed, DlrtError *err);
     void (*free)(void *net);
     DlrtStatus (*forward)(void *net, int64_t n, const float *x, float *out, DlrtError *err);
+    /* NAME_freeze: packs the weights for forward until they may change;
+       NULL where the table has none (a GPU's) */
+    DlrtStatus (*freeze)(void *net, DlrtError *err);
     DlrtStatus (*train_step)(void *net, int64_t n, const float *x, const int32_t *labels,
                              float lr, float *loss, DlrtError *err);
     DlrtStatus (*save)(const void *net, const char *path, const DlrtMeta *extra, int nextra,

@@ -157,7 +157,8 @@ int dlrt_predict_command(const DlrtModel *m, const Options *o) {
     if (!out.logits || !out.probs)
         fprintf(stderr, "%s: out of memory for batches of %lld\n", m->name, (long long)o->batch);
     else if (m->create(&net, o->batch, 0, &err) != DLRT_OK ||
-             m->load(net, o->weights, NULL, NULL, &err) != DLRT_OK)
+             m->load(net, o->weights, NULL, NULL, &err) != DLRT_OK ||
+             (m->freeze && m->freeze(net, &err) != DLRT_OK))
         fprintf(stderr, "%s: %s\n", m->name, err.message);
     else
         failed = 0;

@@ -43,8 +43,8 @@ typedef struct Scores {
 static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds, int64_t batch,
                            float *x, int32_t *y, float *logits, Scores *s, DlrtError *err) {
     DlrtBatcher b;
-    DlrtStatus st = dlrt_batcher_init(&b, ds, batch, false, 0, err);
-    if (st != DLRT_OK)
+    DlrtStatus st = m->freeze ? m->freeze(net, err) : DLRT_OK; /* until the next step */
+    if (st != DLRT_OK || (st = dlrt_batcher_init(&b, ds, batch, false, 0, err)) != DLRT_OK)
         return st;
     double total = 0;
     *s = (Scores){0};

@@ -23,8 +23,11 @@
  * time share memory; the two networks never run at the same time, so each
  * plan starts at 0).  Nothing is allocated after NAME_create, except the
  * copy of every parameter's gradient that NAME_gradients (gradient checks)
- * fills: a gradient dies at its weight update in the plan, so the step
- * without updates copies it out there instead.
+ * fills (a gradient dies at its weight update in the plan, so the step
+ * without updates copies it out there instead), and the weights NAME_freeze
+ * packs for the inference network's convolutions in filter lanes, which
+ * read them from that copy until NAME_train_step, NAME_load or NAME_tensor
+ * says the weights may have changed (net->frozen).
  *
  * Preconditions: the module verifies. */
 #include <errno.h>
@@ -69,6 +72,7 @@ typedef struct Cpu {
     int64_t param_floats;
     DlcMap grad_off;        /* parameter name -> offset + 1 of its gradient in the copy */
     int64_t grad_floats;    /* the gradient copy's size (NAME_gradients) */
+    int64_t packed_floats;  /* the inference network's weights packed by NAME_freeze */
     const char *real;       /* the element type in C: float, double */
     const char *k;          /* the kernels' suffix for it: "", "_f64" */
     bool f64;
@@ -563,6 +567,11 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
                                                   : dlc_op_info(op->kind)->name);
     const char *path = dlc_ctx_path(cpu->ctx, op->loc);
     bool direct = dlc_cpu_is_direct_conv(op);
+    const char *pack = dlc_cpu_direct_conv_packed(op, cpu->real)
+                           ? dlc_arena_printf(&cpu->arena, "%s_pack", fname)
+                           : NULL;
+    if (pack)
+        dlc_cpu_direct_conv_pack(o, op, cpu->real, pack);
     put(o, "\n");
     if (direct)
         dlc_cpu_direct_conv_contract(o, true);
@@ -597,13 +606,15 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
         put(o, ", %s *%sr%d", ctype(cpu, op->out[r]), restrict_kw, r);
     if (uses_work(op))
         put(o, ", %s *restrict work, int threads", cpu->real);
+    if (pack)
+        put(o, ", const %s *restrict packed", cpu->real);
     if (uses_seed(op))
         put(o, ", uint64_t seed");
     put(o, ") {\n");
     put(o, "    (void)n;\n");
     put_batchnorm_fold(cpu, o, op);
     if (direct)
-        dlc_cpu_direct_conv(o, op, cpu->real); /* calls no kernel of libdlrt's */
+        dlc_cpu_direct_conv(o, op, cpu->real, pack); /* calls no kernel of libdlrt's */
     else
         put_kernel_calls(cpu, o, op);
     put(o, "}\n");
@@ -614,6 +625,24 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
     return fname;
 }
 
+/* pack_weights(net): the inference network's weights that its loops read
+ * in another order, packed into net->packed in the order of run_infer's
+ * offsets (NAME_freeze). */
+static void put_pack(Cpu *cpu, Out *o, const DlcNetwork *net, const char **fn) {
+    put(o, "\nstatic void pack_weights(%s *net) {\n    (void)net;\n", cpu->type);
+    int64_t at = 0;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        int64_t packed = dlc_cpu_direct_conv_packed(op, cpu->real);
+        if (!packed)
+            continue;
+        put(o, "    %s_pack(%s, net->packed + %lld, 0, 1);\n", fn[i],
+            where(cpu, NULL, op->in[dlc_cpu_direct_conv_weight(op)]), (long long)at);
+        at += packed;
+    }
+    put(o, "}\n");
+}
+
 /* The functions of one network, and the function that runs them in order. */
 static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPlan *plan,
                         const char *tag) {
@@ -621,6 +650,7 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     for (int i = 0; i < net->nops; i++)
         fn[i] = op_function(cpu, o, net->ops[i], i, tag);
     bool train = net == cpu->train;
+    int64_t packed_at = 0; /* in net->packed, for the inference network */
     put(o, "\nstatic void run_%s(%s *net, int64_t n%s", tag, cpu->type,
         train ? ", bool update" : "");
     for (int i = 0; i < net->ninputs; i++) {
@@ -640,6 +670,13 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
             put(o, ", %s", where(cpu, plan, op->out[r]));
         if (uses_work(op))
             put(o, ", net->work, net->threads");
+        int64_t packed = dlc_cpu_direct_conv_packed(op, cpu->real);
+        if (packed && train)
+            put(o, ", NULL");
+        else if (packed) {
+            put(o, ", net->frozen ? net->packed + %lld : NULL", (long long)packed_at);
+            packed_at += packed;
+        }
         if (uses_seed(op))
             put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
         put(o, ");\n");
@@ -650,6 +687,8 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         }
     }
     put(o, "}\n");
+    if (!train)
+        put_pack(cpu, o, net, fn);
 }
 
 /* ---- the header ---------------------------------------------------------- */
@@ -701,6 +740,9 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
            " * all of it is allocated by %s_create, which uses that many threads at\n"
            " * most: set the thread count (dlrt_set_threads) before creating. */\n", p);
     put(o, "size_t %s_memory(int64_t max_batch);\n", p);
+    put(o, "/* Bytes that %s_freeze allocates at its first call, beyond %s_memory. */\n"
+           "#define %s_FREEZE_BYTES ((size_t)%lld)\n", p, p, U,
+        (long long)(cpu->packed_floats * (cpu->f64 ? 8 : 4)));
     put(o, "/* A network with fresh parameters (PyTorch's initialization, from seed). */\n");
     put(o, "DlrtStatus %s_create(%s **net, int64_t max_batch, uint64_t seed, DlrtError *err);\n", p, T);
     put(o, "void %s_free(%s *net);\n", p, T);
@@ -711,6 +753,14 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
     for (int i = 0; i < net->noutputs; i++)
         put(o, ", %s *out%d", cpu->real, i);
     put(o, ", DlrtError *err);\n");
+    put(o, "/* Packs the weights for %s_forward: the convolutions that read them in\n"
+           " * another order than they are stored (dlc's filter lanes) get their copy\n"
+           " * now instead of at every call.  It lasts until the weights may change:\n"
+           " * %s_train_step, %s_load and %s_tensor end it (forward then copies\n"
+           " * per call again).  Change weights only through a %s_tensor pointer\n"
+           " * taken after the last freeze, or freeze again afterwards.  Fails\n"
+           " * (DLRT_E_NOMEM) only when the copy cannot be allocated. */\n"
+           "DlrtStatus %s_freeze(%s *net, DlrtError *err);\n", p, p, p, p, p, p, T);
     if (cpu->train) {
         put(o, "/* One training step on n <= max_batch samples with learning rate lr:\n"
                " * forward, loss (into *loss), backward, weight update. */\n");
@@ -737,7 +787,8 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
            "int nextra,\n                        DlrtError *err);\n", p, T);
     put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
            "                        DlrtError *err);\n", p, T);
-    put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection. */\n", U);
+    put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection or for\n"
+           " * changing its values in place (which ends %s_freeze's copy). */\n", U, p);
     put(o, "DlrtTensor %s_tensor(%s *net, int i);\n", p, T);
     put(o, "/* Training steps taken (Adam's count, saved in checkpoints), and setting\n"
            " * it, for a copy of the network kept elsewhere (on a GPU). */\n"
@@ -764,7 +815,7 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
                "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
                "%s    run_train(net, n, %s",
             k == 0 ? dlc_arena_printf(&cpu->arena, ", %s lr", R) : "", R,
-            k == 0 ? "    net->step++;\n"
+            k == 0 ? "    net->step++;\n    net->frozen = false; /* the update changes the weights */\n"
                    : dlc_arena_printf(&cpu->arena,
                                       "    if (!gradient_copy(net))\n"
                                       "        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes for the gradients\", sizeof *net->grads * (size_t)%lld);\n",
@@ -782,9 +833,9 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
     for (int i = 0; i < cpu->nparams; i++)
         put(o, "%s%lld", i ? ", " : "", (long long)gradient_copy_offset(cpu, cpu->params[i]));
     put(o, "};\n"
-           "    DlrtTensor t = %s_tensor(net, i);\n"
+           "    DlrtTensor t = tensor_at(net, i);\n"
            "    t.data = at[i] < 0 || !gradient_copy(net) ? NULL : net->grads + at[i];\n"
-           "    return t;\n}\n\n", p);
+           "    return t;\n}\n\n");
 }
 
 static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st,
@@ -839,10 +890,13 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     put(o, "};\n\n");
     put(o, "int32_t %s_step(const %s *net) { return net->step; }\n"
            "void %s_set_step(%s *net, int32_t step) { net->step = step; }\n\n", p, T, p, T);
-    put(o, "DlrtTensor %s_tensor(%s *net, int i) {\n"
+    put(o, "static DlrtTensor tensor_at(const %s *net, int i) {\n"
            "    DlrtTensor t = {TENSORS[i].name, %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
            "    for (int d = 0; d < t.rank; d++)\n        t.dims[d] = TENSORS[i].dims[d];\n"
-           "    return t;\n}\n\n", p, T, cpu->f64 ? "DLRT_F64" : "DLRT_F32");
+           "    return t;\n}\n\n", T, cpu->f64 ? "DLRT_F64" : "DLRT_F32");
+    put(o, "DlrtTensor %s_tensor(%s *net, int i) {\n"
+           "    net->frozen = false; /* the caller may change the weights through it */\n"
+           "    return tensor_at(net, i);\n}\n\n", p, T);
     put(o, "DlrtStatus %s_create(%s **out, int64_t max_batch, uint64_t seed, DlrtError *err) {\n"
            "    *out = NULL;\n"
            "    if (max_batch < 1)\n"
@@ -862,16 +916,17 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    }\n"
            "    DlrtRng rng;\n    dlrt_rng_seed(&rng, seed);\n"
            "    for (int i = 0; i < %d; i++) {\n"
-           "        DlrtTensor t = %s_tensor(net, i);\n"
+           "        DlrtTensor t = tensor_at(net, i);\n"
            "        int64_t count = 1;\n        for (int d = 0; d < t.rank; d++)\n            count *= t.dims[d];\n"
            "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
            "        else\n            dlrt_init_constant%s(t.data, count, TENSORS[i].init == %d ? 1 : 0);\n"
            "    }\n"
            "    *out = net;\n    return DLRT_OK;\n}\n\n",
         p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
-        cpu->nparams, p, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k, cpu->k, (int)DLC_INIT_ONES);
+        cpu->nparams, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k, cpu->k, (int)DLC_INIT_ONES);
     put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
            "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net->grads);\n"
+           "    free(net->packed);\n"
            "    free(net);\n}\n\n", p, T);
 
     /* forward */
@@ -893,6 +948,16 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
             v->type.batched ? "n * " : "", (long long)numel(v));
     }
     put(o, "    return DLRT_OK;\n}\n\n");
+    put(o, "DlrtStatus %s_freeze(%s *net, DlrtError *err) {\n"
+           "    if (%lld > 0 && !net->packed) {\n"
+           "        net->packed = malloc(sizeof *net->packed * (size_t)%lld);\n"
+           "        if (!net->packed)\n"
+           "            return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes for the packed weights\", %s_FREEZE_BYTES);\n"
+           "    }\n"
+           "    pack_weights(net);\n"
+           "    net->frozen = true;\n"
+           "    return DLRT_OK;\n}\n\n",
+        p, T, (long long)cpu->packed_floats, (long long)cpu->packed_floats, cpu->upper);
 
     if (cpu->train)
         put_train_api(cpu, o, st);
@@ -903,7 +968,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     put(o, "DlrtStatus %s_save_with(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
            "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
-           "    for (int i = 0; i < %d; i++)\n        t[i] = %s_tensor((%s *)net, i);\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, i);\n"
            "    char step[32];\n"
            "    snprintf(step, sizeof step, \"%%lld\", (long long)net->step);\n"
            "    DlrtMeta meta[3 + DLRT_MAX_META];\n"
@@ -916,7 +981,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    return dlrt_save_safetensors(path, t, %d, meta, 3 + nextra, err);\n}\n\n"
            "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err) {\n"
            "    return %s_save_with(net, path, NULL, 0, err);\n}\n\n",
-        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, p, T, net->name, DLC_VERSION,
+        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, net->name, DLC_VERSION,
         cpu->nparams, p, T, p);
     /* a full checkpoint restores the optimizer state too; a file of the
        inference network's tensors only (weights, as PyTorch saves them)
@@ -925,7 +990,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
            "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
-           "    for (int i = 0; i < %d; i++)\n        t[i] = %s_tensor(net, i);\n"
+           "    net->frozen = false; /* even a load that fails may change the weights */\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, i);\n"
            "    DlrtMeta *m = NULL;\n    int nm = 0;\n"
            "    DlrtStatus st = dlrt_load_safetensors(path, t, %d, &m, &nm, err);\n"
            "    net->step = 0;\n"
@@ -947,7 +1013,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    return st;\n}\n\n"
            "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
            "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
-        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, p, cpu->nparams, ninfer,
+        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, cpu->nparams, ninfer,
         cpu->nparams, ninfer, ninfer, cpu->nparams, cpu->f64 ? "dlrt_init_constant_f64" : "dlrt_init_constant", p, T, p);
 }
 
@@ -1057,6 +1123,7 @@ static void put_model(Cpu *cpu, Out *o) {
     put_table_functions(cpu, o);
     put(o, "static DlrtStatus model_forward(void *net, int64_t n, const float *x, float *out, DlrtError *err) {\n"
            "    return %s_forward(net, n, x, out, err);\n}\n", p);
+    put(o, "static DlrtStatus model_freeze(void *net, DlrtError *err) { return %s_freeze(net, err); }\n", p);
     put(o, "static DlrtStatus model_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
            "                                   float lr, float *loss, DlrtError *err) {\n"
            "    return %s_train_step(net, n, x, labels, lr, loss, err);\n}\n", p);
@@ -1120,7 +1187,7 @@ static void put_model(Cpu *cpu, Out *o) {
            "    .lower_bound = {%s_LOWER_BOUND_PER_SAMPLE, %s_LOWER_BOUND_FIXED}",
         cpu->upper, cpu->upper, cpu->upper, cpu->upper, cpu->upper, cpu->upper);
     put(o, ",\n    .memory = %s_memory,\n    .create = model_create,\n    .free = model_free,\n"
-           "    .forward = model_forward,\n    .train_step = model_train_step,\n"
+           "    .forward = model_forward,\n    .freeze = model_freeze,\n    .train_step = model_train_step,\n"
            "    .save = model_save,\n    .load = model_load,\n    .ntensors = %d,\n"
            "    .tensor = model_tensor,\n    .gradient = model_gradient,\n"
            "    .gradients = model_gradients,\n    .device = \"cpu\",\n", p, cpu->nparams);
@@ -1178,6 +1245,9 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             cpu.ok = false;
         }
 
+    for (int i = 0; i < net->nops; i++)
+        cpu.packed_floats += dlc_cpu_direct_conv_packed(net->ops[i], cpu.real);
+
     DlcMemPlan si, st;
     DlcPlanKind kind = !opt || opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
     dlc_plan_memory(&cpu.arena, net, kind, false, &si);
@@ -1202,10 +1272,12 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             "    %s *act;    /* every value of a step, batch first */\n"
             "    %s *work;   /* convolution scratch, for `threads` workers */\n    int64_t work_floats;\n"
             "    %s *grads;  /* each parameter's gradient from NAME_gradients (made by its first call) */\n"
+            "    %s *packed; /* the weights in the order of the loops that read them (NAME_freeze) */\n"
+            "    bool frozen;   /* packed is up to date: NAME_forward reads it */\n"
             "    int threads;   /* the kernels' threads at most (dlrt_threads() when created) */\n"
             "    int32_t step;  /* training steps taken, for Adam */\n"
             "    uint64_t seed; /* of the initialization, and of dropout's masks */\n};\n", cpu.type, cpu.real,
-        cpu.real, cpu.real, cpu.real);
+        cpu.real, cpu.real, cpu.real, cpu.real);
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {

@@ -25,9 +25,10 @@
  *     registers) by PB positions counted in the result itself (p = oy*OW
  *     + ox), so no padding column is computed; each tap loads FB / L
  *     registers of weights (from a copy with the filters innermost, made
- *     once per call) and broadcasts one input element per position.  The
- *     epilogue stores each register's L filters of a position apart, at
- *     their planes' strides.  A block of filters takes all of the
+ *     once by the API's NAME_freeze for inference, else once per call) and
+ *     broadcasts one input element per position.  The epilogue stores
+ *     each register's L filters of a position apart, at their planes'
+ *     strides.  A block of filters takes all of the
  *     positions before the next block starts, so that its weights (a
  *     copy per block, in order) stream from L2; this is what makes the
  *     form pay for large convolutions too (GoogLeNet's and ResNet's 3x3
@@ -293,9 +294,10 @@ typedef struct Epilogue {
 
 /* The weight operand (after the tensors: a1, or a2 after the ReLU result
  * of a fused relu_grad) */
+int dlc_cpu_direct_conv_weight(const DlcOp *op) { return op->nin - op->nparams; }
 static const char *weight(const DlcOp *op) {
     static const char *const names[] = {"a0", "a1", "a2", "a3"};
-    return names[op->nin - op->nparams];
+    return names[dlc_cpu_direct_conv_weight(op)];
 }
 
 static Epilogue epilogue(const DlcOp *op, const char *real) {
@@ -342,7 +344,7 @@ static Epilogue epilogue(const DlcOp *op, const char *real) {
  * its padded source, so that each worker copies and reads only its own
  * filters' weights, and by blocks of positions otherwise. */
 static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
-                                     const char *real) {
+                                     const char *real, const char *pack) {
     bool by_filters = g->co * g->k > g->ci * g->xps;
     put(o, "    /* a sample shared by workers is split by %s */\n"
            "    enum { BY_FILTERS = %d, UNITS = BY_FILTERS ? CO / FB : PT / PB };\n",
@@ -350,14 +352,14 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
                    : "blocks of positions (its source outweighs its weights)",
         by_filters);
     put_region(o, "UNITS", "(CO * K * OH * OW)");
-    put(o, "        /* the weights a block of FB filters at a time, the filters innermost:\n"
-           "           wt[f / FB][k][f %% FB] = w[f][k] */\n"
-           "        %s *restrict wt = work;\n"
-           "        for (int b = CO / FB * me / t; b < CO / FB * (me + 1) / t; b++)\n"
-           "            for (int i = 0; i < FB; i++)\n"
-           "                for (int k = 0; k < K; k++)\n"
-           "                    wt[(b * K + k) * FB + i] = a1[(b * FB + i) * K + k];\n",
-        real);
+    put(o, "        /* the weights in blocked order: packed beforehand by the API's freeze,\n"
+           "           or copied here, each worker its share of the blocks */\n"
+           "        const %s *restrict wt = packed;\n"
+           "        if (!packed) {\n"
+           "            %s(%s, work, me, t);\n"
+           "            wt = work;\n"
+           "        }\n",
+        real, pack, weight(op));
     put(o, "        /* parts per sample: 1, each worker padding its samples into its own slice,\n"
            "           or more when the samples are fewer than the workers (t <= n * units,\n"
            "           so a part has a unit at least), sample s padded into slice s by all */\n"
@@ -683,7 +685,29 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
                "#endif\n");
 }
 
-void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real) {
+int64_t dlc_cpu_direct_conv_packed(const DlcOp *op, const char *real) {
+    if (!dlc_cpu_is_direct_conv(op) || op->kind != DLC_OP_CONV2D ||
+        !dlc_attr_true(op->kind, op->attrs, "filter_lanes"))
+        return 0;
+    return geometry(op, real).shared;
+}
+
+void dlc_cpu_direct_conv_pack(Out *o, const DlcOp *op, const char *real, const char *name) {
+    Geometry g = geometry(op, real);
+    put(o, "\n/* The weights of %s's convolution a block of FB filters at a time, the filters\n"
+           " * innermost: wt[f / FB][k][f %% FB] = w[f][k]; worker me of t copies its share\n"
+           " * of the blocks. */\n"
+           "static void %s(const %s *restrict w, %s *restrict wt, int me, int t) {\n"
+           "    enum { CO = %lld, K = %lld, FB = %lld };\n"
+           "    for (int b = CO / FB * me / t; b < CO / FB * (me + 1) / t; b++)\n"
+           "        for (int i = 0; i < FB; i++)\n"
+           "            for (int k = 0; k < K; k++)\n"
+           "                wt[(b * K + k) * FB + i] = w[(b * FB + i) * K + k];\n"
+           "}\n",
+        op->out[0]->name, name, real, real, (long long)g.co, (long long)g.k, (long long)g.fb);
+}
+
+void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real, const char *pack) {
     Geometry g = geometry(op, real);
     put_prologue(o, &g, real);
     if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU) {
@@ -697,7 +721,7 @@ void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real) {
     else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         put_filter_lanes_weight_gradient(o, real);
     else if (g.filter_lanes)
-        put_filter_lanes_product(o, op, &g, real);
+        put_filter_lanes_product(o, op, &g, real, pack);
     else if (op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         put_weight_gradient(o, real);
     else

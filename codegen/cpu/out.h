@@ -27,9 +27,22 @@ void dlc_cpu_literal(char buf[DLC_CPU_LITERAL_MAX], double x, bool f64);
 
 /* direct_conv.c: a convolution op the tile pass gave a tile (vector > 0),
  * computed by dlc's own loops.  The body of its function, whose operands
- * are a0, a1 (, a2), its result r0, scratch `work` and `threads`, for
- * elements of C type `real` (float or double). */
-void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real);
+ * are a0, a1 (, a2), its result r0, scratch `work` and `threads` (and
+ * `packed`, below), for elements of C type `real` (float or double); `pack`
+ * names its packing function, if it has one. */
+void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real, const char *pack);
+/* The elements of op's weights in the blocked order its loops read them
+ * (a forward convolution in filter lanes), or 0 for an op that reads them
+ * as they are.  Such an op's function takes `const real *restrict packed`:
+ * the weights packed beforehand (by NAME_freeze), or NULL to pack them into
+ * its scratch on every call. */
+int64_t dlc_cpu_direct_conv_packed(const DlcOp *op, const char *real);
+/* The packing function `name` of such an op:
+ *   static void name(const real *restrict w, real *restrict wt, int me, int t)
+ * packs worker me of t's share of w into wt (me = 0, t = 1: all of it). */
+void dlc_cpu_direct_conv_pack(Out *o, const DlcOp *op, const char *real, const char *name);
+/* The index of op's weight operand. */
+int dlc_cpu_direct_conv_weight(const DlcOp *op);
 /* The scratch it needs, in elements of `real`: `shared` once, then `slice`
  * for each worker. */
 void dlc_cpu_direct_conv_work(const DlcOp *op, const char *real, int64_t *shared, int64_t *slice);

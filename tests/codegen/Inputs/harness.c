@@ -17,7 +17,15 @@
  *       of every trainable tensor to RESULT under the tensor's name (needs
  *       -DNTENSORS=NAME_TENSORS, the header's macro, at compile time)
  *   harness fresh SEED RESULT
- *       create with fresh initialization from SEED and save it */
+ *       create with fresh initialization from SEED and save it
+ *   harness freeze SEED N SCRATCH
+ *       NET_freeze's contract, on fresh weights from SEED and a random batch
+ *       of N: a frozen forward gives the bits of a forward that packs its
+ *       weights per call, and a train step, a write through NET_tensor and
+ *       a load (of a checkpoint it writes to SCRATCH) each end the freeze
+ *       (the next forward sees the new weights);
+ *       prints a line "ok   ..." or "FAIL ..." per check, exits 1 on a
+ *       failure (needs -DNTENSORS, as gradients does) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,6 +57,89 @@ static void check(DlrtStatus st, const DlrtError *err) {
         exit(1);
     }
 }
+
+#ifdef NTENSORS
+/* One of freeze_contract's checks: the outputs of a and b, bit for bit. */
+static int same(const char *what, const REAL *a, const REAL *b, long count) {
+    bool ok = memcmp(a, b, sizeof *a * (size_t)count) == 0;
+    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
+    return ok ? 0 : 1;
+}
+
+/* Scales every parameter of net by 1.5 through NET_tensor's pointers. */
+static void scale_weights(NET_T *net, int ntensors) {
+    for (int i = 0; i < ntensors; i++) {
+        DlrtTensor t = API(_tensor)(net, i);
+        int64_t count = 1;
+        for (int d = 0; d < t.rank; d++)
+            count *= t.dims[d];
+        for (int64_t k = 0; k < count; k++)
+            ((REAL *)t.data)[k] *= (REAL)1.5;
+    }
+}
+
+/* `harness freeze SEED N`: a is frozen, b never is; both start from the
+ * same weights and see the same changes, so their outputs must agree. */
+static int freeze_contract(uint64_t seed, long n, const char *scratch) {
+    DlrtError err = {0};
+    NET_T *a, *b;
+    check(API(_create)(&a, n, seed, &err), &err);
+    check(API(_create)(&b, n, seed, &err), &err);
+    REAL *x = malloc(sizeof(REAL) * (size_t)(n * IN_SIZE));
+    int32_t *labels = malloc(sizeof(int32_t) * (size_t)n);
+    REAL *ya = malloc(sizeof(REAL) * (size_t)(n * OUT_SIZE));
+    REAL *yb = malloc(sizeof(REAL) * (size_t)(n * OUT_SIZE));
+    DlrtRng rng;
+    dlrt_rng_seed(&rng, seed);
+    for (long i = 0; i < n * IN_SIZE; i++)
+        x[i] = (REAL)dlrt_rng_uniform(&rng);
+    for (long i = 0; i < n; i++)
+        labels[i] = (int32_t)dlrt_rng_below(&rng, OUT_SIZE);
+    long out = n * OUT_SIZE;
+    int failed = 0;
+    REAL loss;
+
+    check(API(_forward)(b, n, x, yb, &err), &err);
+    check(API(_freeze)(a, &err), &err);
+    check(API(_forward)(a, n, x, ya, &err), &err);
+    failed += same("a frozen forward gives the bits of a forward that packs per call", ya, yb, out);
+    check(API(_forward)(a, n, x, ya, &err), &err);
+    failed += same("so does a second frozen forward", ya, yb, out);
+
+    check(API(_train_step)(a, n, x, labels, (REAL)0.1, &loss, &err), &err);
+    check(API(_train_step)(b, n, x, labels, (REAL)0.1, &loss, &err), &err);
+    check(API(_forward)(a, n, x, ya, &err), &err);
+    check(API(_forward)(b, n, x, yb, &err), &err);
+    failed += same("a train step ends the freeze", ya, yb, out);
+
+    check(API(_freeze)(a, &err), &err);
+    check(API(_forward)(a, n, x, ya, &err), &err);
+    scale_weights(a, NTENSORS);
+    scale_weights(b, NTENSORS);
+    check(API(_forward)(a, n, x, ya, &err), &err);
+    check(API(_forward)(b, n, x, yb, &err), &err);
+    failed += same("a write through a tensor pointer taken after the freeze ends it", ya, yb, out);
+
+    NET_T *fresh;
+    check(API(_create)(&fresh, n, seed + 1, &err), &err);
+    check(API(_save)(fresh, scratch, &err), &err);
+    check(API(_freeze)(a, &err), &err);
+    check(API(_load)(a, scratch, &err), &err);
+    check(API(_load)(b, scratch, &err), &err);
+    check(API(_forward)(a, n, x, ya, &err), &err);
+    check(API(_forward)(b, n, x, yb, &err), &err);
+    failed += same("a load ends the freeze", ya, yb, out);
+
+    API(_free)(fresh);
+    API(_free)(a);
+    API(_free)(b);
+    free(x);
+    free(labels);
+    free(ya);
+    free(yb);
+    return failed ? 1 : 0;
+}
+#endif
 
 int main(int argc, char **argv) {
     DlrtError err = {0};
@@ -118,6 +209,10 @@ int main(int argc, char **argv) {
         API(_free)(net);
         return 0;
     }
+#endif
+#ifdef NTENSORS
+    if (argc == 5 && strcmp(argv[1], "freeze") == 0)
+        return freeze_contract(strtoull(argv[2], NULL, 10), atol(argv[3]), argv[4]);
 #endif
     fprintf(stderr, "harness: bad arguments (see the comment at the top of harness.c)\n");
     return 2;
