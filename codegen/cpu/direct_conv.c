@@ -228,6 +228,16 @@ static void put_prologue(Out *o, const Geometry *g, const char *real) {
            "#endif\n", isa);
 }
 
+/* The rows of a source plane `src` (H x W, a C expression) copied into the
+ * interior of a padded plane `dst` (HP x WP, its border left as it is), at
+ * `indent` spaces: every padded copy of the forward's source is made so. */
+static void put_pad_plane(Out *o, int indent, const char *dst, const char *src) {
+    put(o, "%*sfor (int iy = 0; iy < H; iy++)\n"
+           "%*s    memcpy(%s + (iy + PH) * WP + PW,\n"
+           "%*s           %s + iy * W, sizeof *work * W);\n",
+        indent, "", indent, "", dst, indent, "", src);
+}
+
 /* The opening of a parallel region of t workers for n samples of `units`
  * parts and `macs` multiply-adds each (C expressions), up to the worker's
  * index `me`; one worker where the generated code is compiled without
@@ -275,12 +285,12 @@ static void put_workers(Out *o, const char *real, const char *macs, const char *
         put(o, "            int u0 = (int)((%s) * (item %% parts) / parts);\n"
                "            int u1 = (int)((%s) * (item %% parts + 1) / parts);\n",
             units, units);
-    if (source)
-        put(o, "            for (int c = 0; c < CI; c++)\n"
-               "                for (int iy = 0; iy < H; iy++)\n"
-               "                    memcpy(mine + c * XPS + (iy + PH) * WP + PW,\n"
-               "                           %s + (s * CI + c) * (H * W) + iy * W, sizeof *mine * W);\n",
-            source);
+    if (source) {
+        char plane[256];
+        snprintf(plane, sizeof plane, "%s + (s * CI + c) * (H * W)", source);
+        put(o, "            for (int c = 0; c < CI; c++)\n");
+        put_pad_plane(o, 16, "mine + c * XPS", plane);
+    }
 }
 
 /* The epilogue of a result element v of filter f, as two C fragments:
@@ -371,26 +381,22 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
            "        else\n"
            "            for (int64_t sc = n * CI * me / t; sc < n * CI * (me + 1) / t; sc++) {\n"
            "                %s *plane = work + SHARED + sc / CI * SLICE + sc %% CI * XPS;\n"
-           "                memset(plane, 0, sizeof *plane * XPS);\n"
-           "                for (int iy = 0; iy < H; iy++)\n"
-           "                    memcpy(plane + (iy + PH) * WP + PW, a0 + (sc * H + iy) * W,\n"
-           "                           sizeof *plane * W);\n"
-           "            }\n"
+           "                memset(plane, 0, sizeof *plane * XPS);\n",
+        real, real);
+    put_pad_plane(o, 16, "plane", "a0 + sc * (H * W)");
+    put(o, "            }\n"
            "#ifdef _OPENMP\n"
            "#pragma omp barrier\n"
-           "#endif\n",
-        real, real);
+           "#endif\n");
     put(o, "        for (int64_t item = first; item < end; item++) {\n"
            "            int64_t s = item / parts;\n"
            "            int u0 = (int)(UNITS * (item %% parts) / parts);\n"
            "            int u1 = (int)(UNITS * (item %% parts + 1) / parts);\n"
            "            const %s *xp = parts == 1 ? mine : work + SHARED + s * SLICE;\n"
            "            if (parts == 1)\n"
-           "                for (int c = 0; c < CI; c++)\n"
-           "                    for (int iy = 0; iy < H; iy++)\n"
-           "                        memcpy(mine + c * XPS + (iy + PH) * WP + PW,\n"
-           "                               a0 + ((s * CI + c) * H + iy) * W, sizeof *mine * W);\n",
+           "                for (int c = 0; c < CI; c++)\n",
         real);
+    put_pad_plane(o, 20, "mine + c * XPS", "a0 + (s * CI + c) * (H * W)");
     Epilogue e = epilogue(op, real);
     put(o, "            /* a block of filters over all of the part's positions, so that its\n"
            "               weights stay in the caches while the source passes by */\n"
