@@ -625,24 +625,6 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
     return fname;
 }
 
-/* pack_weights(net): the inference network's weights that its loops read
- * in another order, packed into net->packed in the order of run_infer's
- * offsets (NAME_freeze). */
-static void put_pack(Cpu *cpu, Out *o, const DlcNetwork *net, const char **fn) {
-    put(o, "\nstatic void pack_weights(%s *net) {\n    (void)net;\n", cpu->type);
-    int64_t at = 0;
-    for (int i = 0; i < net->nops; i++) {
-        const DlcOp *op = net->ops[i];
-        int64_t packed = dlc_cpu_direct_conv_packed(op, cpu->real);
-        if (!packed)
-            continue;
-        put(o, "    %s_pack(%s, net->packed + %lld, 0, 1);\n", fn[i],
-            where(cpu, NULL, op->in[dlc_cpu_direct_conv_weight(op)]), (long long)at);
-        at += packed;
-    }
-    put(o, "}\n");
-}
-
 /* The functions of one network, and the function that runs them in order. */
 static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPlan *plan,
                         const char *tag) {
@@ -650,7 +632,12 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     for (int i = 0; i < net->nops; i++)
         fn[i] = op_function(cpu, o, net->ops[i], i, tag);
     bool train = net == cpu->train;
-    int64_t packed_at = 0; /* in net->packed, for the inference network */
+    /* the inference network's packed weights: each op's offset in
+       net->packed, given to it in run_infer and to its packing function in
+       pack_weights (NAME_freeze), which packs them all */
+    int64_t packed_at = 0;
+    const char **pack_calls = dlc_arena_alloc(&cpu->arena, sizeof(char *) * (size_t)(net->nops + 1));
+    int npack_calls = 0;
     put(o, "\nstatic void run_%s(%s *net, int64_t n%s", tag, cpu->type,
         train ? ", bool update" : "");
     for (int i = 0; i < net->ninputs; i++) {
@@ -675,6 +662,9 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
             put(o, ", NULL");
         else if (packed) {
             put(o, ", net->frozen ? net->packed + %lld : NULL", (long long)packed_at);
+            pack_calls[npack_calls++] = dlc_arena_printf(
+                &cpu->arena, "    %s_pack(%s, net->packed + %lld, 0, 1);\n", fn[i],
+                where(cpu, plan, op->in[dlc_cpu_direct_conv_weight(op)]), (long long)packed_at);
             packed_at += packed;
         }
         if (uses_seed(op))
@@ -687,8 +677,14 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         }
     }
     put(o, "}\n");
-    if (!train)
-        put_pack(cpu, o, net, fn);
+    if (train)
+        return;
+    if (packed_at != cpu->packed_floats)
+        dlc_unreachable("cpu: the packed weights' offsets disagree with their size");
+    put(o, "\nstatic void pack_weights(%s *net) {\n    (void)net;\n", cpu->type);
+    for (int i = 0; i < npack_calls; i++)
+        put(o, "%s", pack_calls[i]);
+    put(o, "}\n");
 }
 
 /* ---- the header ---------------------------------------------------------- */
