@@ -20,7 +20,6 @@
 #include <string.h>
 
 #include "dlrt.h"
-#include "program.h" /* dlrt_clock */
 
 /* The Driver API's types, as cuda.h declares them. */
 typedef int CUresult;                     /* CUDA_SUCCESS or a CUDA_ERROR_* */
@@ -109,63 +108,14 @@ struct DlrtCuda {
     int multiprocessors;    /* streaming multiprocessors */
     int max_shared;         /* dynamic shared memory a block may opt in to */
     bool sync_each;         /* DLRT_CUDA_SYNC=1: wait after each launch */
-    bool profile;           /* DLRT_CUDA_PROFILE=1: time each launch (Profile) */
-    struct Profile *times;  /* the launches' times, by what they were for */
-    int ntimes, captimes;
+    DlrtProfile *profile;   /* DLRT_CUDA_PROFILE=1: each launch timed (below), or NULL */
 };
 
 /* DLRT_CUDA_PROFILE=1: each launch waits for the work before it, then for
  * itself, and its host-clock time (launch latency included, a few
- * microseconds) is added to the row of its 'what' string; dlrt_cuda_close
- * prints the rows, longest first, on stderr.  For finding where a step's
- * time goes, not for timing steps: the waits add up. */
-typedef struct Profile {
-    char *what;
-    double seconds;
-    long calls;
-} Profile;
-
-static void profile_add(DlrtCuda *cu, const char *what, double seconds) {
-    int i = 0;
-    while (i < cu->ntimes && strcmp(cu->times[i].what, what) != 0)
-        i++;
-    if (i == cu->ntimes) {
-        if (cu->ntimes == cu->captimes) {
-            int cap = cu->captimes ? 2 * cu->captimes : 64;
-            Profile *t = realloc(cu->times, sizeof *t * (size_t)cap);
-            if (!t)
-                return; /* a row lost, not the run */
-            cu->times = t, cu->captimes = cap;
-        }
-        char *copy = strdup(what);
-        if (!copy)
-            return;
-        cu->times[cu->ntimes++] = (Profile){.what = copy};
-    }
-    cu->times[i].seconds += seconds;
-    cu->times[i].calls++;
-}
-
-static int longer_first(const void *a, const void *b) {
-    double x = ((const Profile *)a)->seconds, y = ((const Profile *)b)->seconds;
-    return (x < y) - (x > y);
-}
-
-static void profile_print(DlrtCuda *cu) {
-    if (!cu->ntimes)
-        return;
-    qsort(cu->times, (size_t)cu->ntimes, sizeof *cu->times, longer_first);
-    double total = 0;
-    for (int i = 0; i < cu->ntimes; i++)
-        total += cu->times[i].seconds;
-    fprintf(stderr, "DLRT_CUDA_PROFILE: %d kinds of launch, %.3f s in all\n"
-            "%10s %8s %6s %10s  %s\n", cu->ntimes, total, "ms", "calls", "%", "us/call", "launch");
-    for (int i = 0; i < cu->ntimes; i++) {
-        const Profile *p = &cu->times[i];
-        fprintf(stderr, "%10.3f %8ld %6.2f %10.1f  %s\n", 1e3 * p->seconds, p->calls,
-                100 * p->seconds / total, 1e6 * p->seconds / (double)p->calls, p->what);
-    }
-}
+ * microseconds) is added to the row of its 'what' string (profile.c);
+ * dlrt_cuda_close prints the rows, longest first, on stderr.  For finding
+ * where a step's time goes, not for timing steps: the waits add up. */
 
 static const char *or_default(const char *what) {
     return what && *what ? what : "a CUDA call";
@@ -205,10 +155,7 @@ static double mib(size_t bytes) {
 void dlrt_cuda_close(DlrtCuda *cu) {
     if (!cu)
         return;
-    profile_print(cu);
-    for (int i = 0; i < cu->ntimes; i++)
-        free(cu->times[i].what);
-    free(cu->times);
+    dlrt_profile_close(cu->profile);
     if (cu->retained) {
         cu->api.cuCtxSetCurrent(cu->ctx);
         if (cu->module)
@@ -362,8 +309,7 @@ static DlrtStatus open_steps(DlrtCuda *cu, const char *ptx, DlrtError *err) {
         return st;
     const char *sync = getenv("DLRT_CUDA_SYNC");
     cu->sync_each = sync && strcmp(sync, "1") == 0;
-    const char *profile = getenv("DLRT_CUDA_PROFILE");
-    cu->profile = profile && strcmp(profile, "1") == 0;
+    cu->profile = dlrt_profile_open("DLRT_CUDA_PROFILE", 0, NULL);
     return DLRT_OK;
 }
 
@@ -590,7 +536,8 @@ DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned gr
         return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize (DLRT_CUDA_SYNC=1 or "
                          "DLRT_CUDA_PROFILE=1)", "after", what, err);
     if (cu->profile)
-        profile_add(cu, or_default(what), dlrt_clock() - began);
+        dlrt_profile_add(cu->profile, dlrt_profile_row(cu->profile, or_default(what)),
+                         dlrt_clock() - began);
     return DLRT_OK;
 }
 

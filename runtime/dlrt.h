@@ -372,6 +372,44 @@ int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
 #undef DLRT_K
 
 /* ------------------------------------------------------------------------ */
+/* alloc.c                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The alignment of dlrt_alloc's memory, in bytes: a cache line. */
+#define DLRT_ALIGN 64
+
+/* count * size bytes, zeroed, at a multiple of DLRT_ALIGN; NULL if out of
+ * memory or if the size overflows.  Free it with free(). */
+void *dlrt_alloc(size_t count, size_t size);
+
+/* ------------------------------------------------------------------------ */
+/* profile.c                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Where a step's time goes: rows of timed calls, printed on request.  The
+ * generated CPU code keeps one when DLRT_PROFILE=1 (a row per op), the CUDA
+ * back end when DLRT_CUDA_PROFILE=1 (a row per kind of launch). */
+typedef struct DlrtProfile DlrtProfile;
+
+/* A table with rows names[0, nrows) (more may be added), if the
+ * environment variable `title` is "1"; otherwise, or out of memory, NULL,
+ * and the caller times nothing. */
+DlrtProfile *dlrt_profile_open(const char *title, int nrows, const char *const *names);
+/* The row named `what`, added if new; -1 if it cannot be (out of memory). */
+int dlrt_profile_row(DlrtProfile *p, const char *what);
+/* One call of `seconds` in row `row` (nothing for row -1). */
+void dlrt_profile_add(DlrtProfile *p, int row, double seconds);
+/* One call in row `row`, from `since` (a dlrt_clock reading) to
+ * now; returns now, where the next lap starts. */
+double dlrt_profile_lap(DlrtProfile *p, int row, double since);
+/* Seconds on a monotonic clock (CLOCK_MONOTONIC). */
+double dlrt_clock(void);
+/* Prints the rows that have calls on stderr, longest first (their time in
+ * all, calls, share, mean and shortest call), and frees the table; nothing
+ * for NULL. */
+void dlrt_profile_close(DlrtProfile *p);
+
+/* ------------------------------------------------------------------------ */
 /* cuda.c                                                                   */
 /* ------------------------------------------------------------------------ */
 

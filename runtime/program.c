@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "program.h"
@@ -336,12 +335,6 @@ static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char 
 
 const char *dlrt_device_name(const DlrtModel *m) {
     return m->device ? m->device : "cpu";
-}
-
-double dlrt_clock(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 static long long peak_rss_bytes(void) {

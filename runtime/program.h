@@ -1,7 +1,7 @@
 /* program.h — what the files of a generated program's command line share.
  *
  *   program.c   main: parsing the options, the thread count, dispatching;
- *               `info`; the JSON report; the clock
+ *               `info`; the JSON report
  *   train.c     `train` and `eval`: the commands that run on an IDX folder
  *   predict.c   `predict`: classifying IDX, .npy and PGM files
  *   bench.c     `bench`: timing steps on synthetic data
@@ -9,8 +9,8 @@
  *   check.c     `check`: the GPU's training step against the CPU's
  *
  * Internal to libdlrt: generated code includes dlrt.h only.  These are the
- * only files of the library that print (but for cuda.c's DLRT_CUDA_PROFILE
- * table, on request, on stderr) and choose exit statuses; a
+ * only files of the library that print (but for profile.c's tables,
+ * DLRT_PROFILE and DLRT_CUDA_PROFILE, on request, on stderr) and choose exit statuses; a
  * command returns 0 on success, 1 for problems with data, files or
  * training, 2 for bad usage.
  */
@@ -69,8 +69,6 @@ Report dlrt_report_new(const char *command);
  * cannot be written. */
 bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r);
 
-/* Seconds on a monotonic clock. */
-double dlrt_clock(void);
 /* The device a table runs on: its `device`, or "cpu" when that is NULL (a
  * CPU table that does not say). */
 const char *dlrt_device_name(const DlrtModel *m);

@@ -77,6 +77,9 @@ typedef struct Cpu {
     const char *k;          /* the kernels' suffix for it: "", "_f64" */
     bool f64;
     bool cuda;              /* the program also runs on a GPU: NAME_cuda.c */
+    const char **op_rows;   /* each op's row of the profile (DLRT_PROFILE=1): the
+                               inference network's ops, then the training step's */
+    int nop_rows;
     DlcArena arena;         /* names and slots */
     bool ok;
 } Cpu;
@@ -625,6 +628,34 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
     return fname;
 }
 
+/* An op's share of net->packed (NAME_freeze): its packed weights, rounded
+ * up to whole cache lines, so that each op's weights start on a line as
+ * the buffer does (dlrt_alloc); 0 for an op that packs none. */
+static int64_t packed_span(const Cpu *cpu, const DlcOp *op) {
+    int64_t line = 64 / (cpu->f64 ? 8 : 4); /* DLRT_ALIGN bytes, in elements */
+    int64_t n = dlc_cpu_direct_conv_packed(op, cpu->real);
+    return (n + line - 1) / line * line;
+}
+
+/* An op's row of the profile, as a C string literal: "conv1.out (conv2d,
+ * infer_op0_conv1_out)", or for an op without a result "sgd_update
+ * (train_op12_sgd_update)". */
+static const char *op_row(Cpu *cpu, const DlcOp *op, const char *fname) {
+    const char *kind = dlc_op_info(op->kind)->name;
+    const char *row = op->nout ? dlc_arena_printf(&cpu->arena, "%s (%s, %s)", op->out[0]->name,
+                                                  kind, fname)
+                               : dlc_arena_printf(&cpu->arena, "%s (%s)", kind, fname);
+    char *lit = dlc_arena_alloc(&cpu->arena, 2 * strlen(row) + 3), *q = lit;
+    *q++ = '"';
+    for (const char *c = row; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            *q++ = '\\';
+        *q++ = *c;
+    }
+    *q++ = '"', *q = 0;
+    return lit;
+}
+
 /* The functions of one network, and the function that runs them in order. */
 static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPlan *plan,
                         const char *tag) {
@@ -632,6 +663,14 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     for (int i = 0; i < net->nops; i++)
         fn[i] = op_function(cpu, o, net->ops[i], i, tag);
     bool train = net == cpu->train;
+    /* the ops' rows of the profile, after those of a network put before */
+    int first_row = cpu->nop_rows;
+    const char **rows = dlc_arena_alloc(&cpu->arena, sizeof(char *) * (size_t)(first_row + net->nops + 1));
+    for (int i = 0; i < first_row; i++)
+        rows[i] = cpu->op_rows[i];
+    for (int i = 0; i < net->nops; i++)
+        rows[first_row + i] = op_row(cpu, net->ops[i], fn[i]);
+    cpu->op_rows = rows, cpu->nop_rows = first_row + net->nops;
     /* the inference network's packed weights: each op's offset in
        net->packed, given to it in run_infer and to its packing function in
        pack_weights (NAME_freeze), which packs them all */
@@ -648,6 +687,8 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
             put(o, ", %s %s", ctype(cpu, v), ident(cpu, v->name));
     }
     put(o, ") {\n");
+    if (net->nops)
+        put(o, "    double lap = net->profile ? dlrt_clock() : 0;\n");
     for (int i = 0; i < net->nops; i++) {
         const DlcOp *op = net->ops[i];
         put(o, "    %s%s(n", dlc_op_is_update(op->kind) ? "if (update)\n        " : "", fn[i]);
@@ -657,7 +698,7 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
             put(o, ", %s", where(cpu, plan, op->out[r]));
         if (uses_work(op))
             put(o, ", net->work, net->threads");
-        int64_t packed = dlc_cpu_direct_conv_packed(op, cpu->real);
+        int64_t packed = packed_span(cpu, op);
         if (packed && train)
             put(o, ", NULL");
         else if (packed) {
@@ -675,6 +716,7 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
             put(o, op->kind == DLC_OP_PARAM_GRAD ? "    if (!update)\n        " : "    else\n        ");
             put_gradient_copy(cpu, o, op, plan);
         }
+        put(o, "    LAP(%d);\n", first_row + i);
     }
     put(o, "}\n");
     if (train)
@@ -800,7 +842,7 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
     const char *p = cpu->prefix, *T = cpu->type, *R = cpu->real;
     const DlcNetwork *tn = cpu->train;
     put(o, "static %s *gradient_copy(%s *net) {\n"
-           "    if (!net->grads)\n        net->grads = calloc(%lld + 1, sizeof *net->grads);\n"
+           "    if (!net->grads)\n        net->grads = dlrt_alloc(%lld + 1, sizeof *net->grads);\n"
            "    return net->grads;\n}\n\n", R, T, (long long)cpu->grad_floats);
     const char *names[2] = {"train_step", "gradients"};
     for (int k = 0; k < 2; k++) {
@@ -903,9 +945,9 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    net->seed = seed;\n"
            "    net->threads = dlrt_threads();\n"
            "    net->work_floats = work_floats(net->threads);\n"
-           "    net->params = calloc(%lld + 1, sizeof *net->params);\n"
-           "    net->act = calloc((size_t)(%lld * max_batch + %lld + 1), sizeof *net->act);\n"
-           "    net->work = calloc((size_t)net->work_floats + 1, sizeof *net->work);\n"
+           "    net->params = dlrt_alloc(%lld + 1, sizeof *net->params);\n"
+           "    net->act = dlrt_alloc((size_t)(%lld * max_batch + %lld + 1), sizeof *net->act);\n"
+           "    net->work = dlrt_alloc((size_t)net->work_floats + 1, sizeof *net->work);\n"
            "    if (!net->params || !net->act || !net->work) {\n"
            "        %s_free(net);\n"
            "        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes needed\", %s_memory(max_batch));\n"
@@ -917,10 +959,13 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
            "        else\n            dlrt_init_constant%s(t.data, count, TENSORS[i].init == %d ? 1 : 0);\n"
            "    }\n"
+           "    net->profile = dlrt_profile_open(\"DLRT_PROFILE\", %d, OP_ROWS);\n"
            "    *out = net;\n    return DLRT_OK;\n}\n\n",
         p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
-        cpu->nparams, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k, cpu->k, (int)DLC_INIT_ONES);
+        cpu->nparams, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k, cpu->k, (int)DLC_INIT_ONES,
+        cpu->nop_rows);
     put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
+           "    dlrt_profile_close(net->profile); /* prints it */\n"
            "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net->grads);\n"
            "    free(net->packed);\n"
            "    free(net);\n}\n\n", p, T);
@@ -946,7 +991,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     put(o, "    return DLRT_OK;\n}\n\n");
     put(o, "DlrtStatus %s_freeze(%s *net, DlrtError *err) {\n"
            "    if (%lld > 0 && !net->packed) {\n"
-           "        net->packed = malloc(sizeof *net->packed * (size_t)%lld);\n"
+           "        net->packed = dlrt_alloc((size_t)%lld, sizeof *net->packed);\n"
            "        if (!net->packed)\n"
            "            return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes for the packed weights\", %s_FREEZE_BYTES);\n"
            "    }\n"
@@ -1242,7 +1287,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         }
 
     for (int i = 0; i < net->nops; i++)
-        cpu.packed_floats += dlc_cpu_direct_conv_packed(net->ops[i], cpu.real);
+        cpu.packed_floats += packed_span(&cpu, net->ops[i]);
 
     DlcMemPlan si, st;
     DlcPlanKind kind = !opt || opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
@@ -1272,14 +1317,23 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             "    bool frozen;   /* packed is up to date: NAME_forward reads it */\n"
             "    int threads;   /* the kernels' threads at most (dlrt_threads() when created) */\n"
             "    int32_t step;  /* training steps taken, for Adam */\n"
-            "    uint64_t seed; /* of the initialization, and of dropout's masks */\n};\n", cpu.type, cpu.real,
-        cpu.real, cpu.real, cpu.real, cpu.real);
+            "    uint64_t seed; /* of the initialization, and of dropout's masks */\n"
+            "    DlrtProfile *profile; /* DLRT_PROFILE=1: each op's time (OP_ROWS), or NULL */\n};\n",
+        cpu.type, cpu.real, cpu.real, cpu.real, cpu.real, cpu.real);
+    put(&c, "\n/* DLRT_PROFILE=1: the time since the last lap, added to row K of the\n"
+            " * profile (OP_ROWS); run_infer and run_train lap after each op. */\n"
+            "#define LAP(K) (net->profile ? (void)(lap = dlrt_profile_lap(net->profile, (K), lap)) : (void)0)\n");
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {
         put(&c, "\n/* ---- training step: network @%s ---- */\n", cpu.train->name);
         put_network(&cpu, &c, cpu.train, &st, "train");
     }
+    put(&c, "\n/* The profile's rows (DLRT_PROFILE=1): the ops, in the order of LAP. */\n"
+            "static const char *const OP_ROWS[%d] = {\n", cpu.nop_rows);
+    for (int i = 0; i < cpu.nop_rows; i++)
+        put(&c, "    %s,\n", cpu.op_rows[i]);
+    put(&c, "};\n");
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL, &fig);
     if (is_classifier(cpu.infer, cpu.train) && f64) {
         put_check(&cpu, &c);

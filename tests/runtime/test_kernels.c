@@ -1462,10 +1462,32 @@ static void test_batchnorm_f64(Tally *t, DlrtRng *rng) {
         fprintf(stderr, "    batchnorm f64 gradients: dx %.3g, dw %.3g\n", ex, ew);
 }
 
+/* dlrt_alloc: zeroed memory on a cache line (the generated networks'
+ * buffers), for sizes that are not multiples of the line too; NULL when the
+ * size overflows. */
+static void test_alloc(Tally *t) {
+    size_t counts[] = {0, 1, 3, 17, 1000, 1 << 20};
+    for (size_t i = 0; i < sizeof counts / sizeof *counts; i++) {
+        float *p = dlrt_alloc(counts[i], sizeof *p);
+        CHECK(t, p != NULL);
+        if (!p)
+            continue;
+        CHECK(t, (uintptr_t)p % DLRT_ALIGN == 0);
+        bool zero = true;
+        for (size_t j = 0; j < counts[i]; j++)
+            zero &= p[j] == 0;
+        CHECK(t, zero);
+        free(p);
+    }
+    CHECK(t, dlrt_alloc(SIZE_MAX / 2, 4) == NULL);
+    CHECK(t, dlrt_alloc(SIZE_MAX, 1) == NULL);
+}
+
 static int run_unit_tests(void) {
     Tally t = {0};
     DlrtRng rng;
     dlrt_rng_seed(&rng, 20240601);
+    test_alloc(&t);
     test_conv_by_hand(&t);
     test_conv_large(&t, &rng);
     test_maxpool_by_hand(&t);
