@@ -1330,9 +1330,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put_network(&cpu, &c, cpu.train, &st, "train");
     }
     put(&c, "\n/* The profile's rows (DLRT_PROFILE=1): the ops, in the order of LAP. */\n"
-            "static const char *const OP_ROWS[%d] = {\n", cpu.nop_rows);
+            "static const char *const OP_ROWS[%d] = {\n", cpu.nop_rows ? cpu.nop_rows : 1);
     for (int i = 0; i < cpu.nop_rows; i++)
         put(&c, "    %s,\n", cpu.op_rows[i]);
+    if (!cpu.nop_rows)
+        put(&c, "    NULL, /* no op: ISO C has no empty array */\n");
     put(&c, "};\n");
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL, &fig);
     if (is_classifier(cpu.infer, cpu.train) && f64) {
