@@ -78,7 +78,8 @@ typedef struct Cpu {
     bool f64;
     bool cuda;              /* the program also runs on a GPU: NAME_cuda.c */
     const char **op_rows;   /* each op's row of the profile (DLRT_PROFILE=1): the
-                               inference network's ops, then the training step's */
+                               inference network's ops, then the training step's
+                               (put_network appends them) */
     int nop_rows;
     DlcArena arena;         /* names and slots */
     bool ok;
@@ -665,12 +666,8 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     bool train = net == cpu->train;
     /* the ops' rows of the profile, after those of a network put before */
     int first_row = cpu->nop_rows;
-    const char **rows = dlc_arena_alloc(&cpu->arena, sizeof(char *) * (size_t)(first_row + net->nops + 1));
-    for (int i = 0; i < first_row; i++)
-        rows[i] = cpu->op_rows[i];
     for (int i = 0; i < net->nops; i++)
-        rows[first_row + i] = op_row(cpu, net->ops[i], fn[i]);
-    cpu->op_rows = rows, cpu->nop_rows = first_row + net->nops;
+        cpu->op_rows[cpu->nop_rows++] = op_row(cpu, net->ops[i], fn[i]);
     /* the inference network's packed weights: each op's offset in
        net->packed, given to it in run_infer and to its packing function in
        pack_weights (NAME_freeze), which packs them all */
@@ -1323,6 +1320,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     put(&c, "\n/* DLRT_PROFILE=1: the time since the last lap, added to row K of the\n"
             " * profile (OP_ROWS); run_infer and run_train lap after each op. */\n"
             "#define LAP(K) (net->profile ? (void)(lap = dlrt_profile_lap(net->profile, (K), lap)) : (void)0)\n");
+    cpu.op_rows = dlc_arena_alloc(&cpu.arena, sizeof(char *) *
+                                  (size_t)(net->nops + (cpu.train ? cpu.train->nops : 0) + 1));
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {
