@@ -686,6 +686,12 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     put(o, ") {\n");
     if (net->nops)
         put(o, "    double lap = net->profile ? dlrt_clock() : 0;\n");
+    else { /* a network that returns its inputs: nothing to run */
+        put(o, "    (void)net;\n    (void)n;\n%s", train ? "    (void)update;\n" : "");
+        for (int i = 0; i < net->ninputs; i++)
+            if (net->inputs[i]->type.batched || net->inputs[i]->type.dtype != DLC_I32)
+                put(o, "    (void)%s;\n", ident(cpu, net->inputs[i]->name));
+    }
     for (int i = 0; i < net->nops; i++) {
         const DlcOp *op = net->ops[i];
         put(o, "    %s%s(n", dlc_op_is_update(op->kind) ? "if (update)\n        " : "", fn[i]);
@@ -922,6 +928,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
             (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1), (int)v->init,
             (long long)(v->type.rank ? numel(v) / v->type.dims[0] : 1));
     }
+    if (!cpu->nparams)
+        put(o, "    {NULL, 0, {0}, 0, 0, 0}, /* no tensor: ISO C has no empty array */\n");
     put(o, "};\n\n");
     put(o, "int32_t %s_step(const %s *net) { return net->step; }\n"
            "void %s_set_step(%s *net, int32_t step) { net->step = step; }\n\n", p, T, p, T);
