@@ -211,9 +211,14 @@ static int64_t conv_weights(const DlrtConv *cv) {
  * sample at a time, each sample's im2col and products split among the
  * workers (a batch of 1 on 2 threads).  Sharing a sample forks and joins
  * the workers for each product and each im2col; a sample of fewer
- * multiply-adds than CONV_INSIDE_MIN_WORK (LeNet-5's, about 100,000) takes
- * less time than that costs. */
-#define CONV_INSIDE_MIN_WORK (1 << 22)
+ * multiply-adds than CONV_INSIDE_MIN_WORK (LeNet-5's, 117,600 and 240,000)
+ * takes less time than that costs.  Measured on 2 threads (AMD EPYC, AVX2,
+ * the runtime's call alone, 301 calls, two rounds): 1x1 convolutions of
+ * 1.3M to 3.2M multiply-adds (GoogLeNet's reductions before its 5x5
+ * branches, which the old bound of 2^22 left on one thread at twice ONNX
+ * Runtime's time) were 1.3 to 1.75 times as fast shared, those of 400,000
+ * 1.0 to 1.3, those of 160,000 to 200,000 no faster. */
+#define CONV_INSIDE_MIN_WORK (1 << 18)
 
 typedef struct ConvSplit {
     int samples; /* workers taking whole samples */
