@@ -190,6 +190,14 @@ static int64_t pool_work(const DlrtPool *p, int64_t n) {
  * rows, and their maxima down the windows. */
 #define MAXPOOL_BAND 8192
 
+/* Whether a max pooling's windows are centred on their outputs at stride 1
+ * (kh = 2 ph + 1, kw = 2 pw + 1, so the planes keep their size), with a
+ * plane small enough for maxpool_same_plane's buffer. */
+static bool maxpool_centred(const DlrtPool *p) {
+    return p->sh == 1 && p->sw == 1 && p->kh == 2 * p->ph + 1 && p->kw == 2 * p->pw + 1 &&
+           p->oh == p->h && p->ow == p->w && p->h * p->w <= MAXPOOL_BAND;
+}
+
 /* The output rows of a band of maxpool_band: as many as its buffers hold;
  * 0 where not even one fits (rows over about 8192 / kh elements wide), and
  * then the windows are scanned one by one. */

@@ -404,25 +404,30 @@ static void test_maxpool_by_hand(Tally *t) {
     CHECK(t, !isnan(ye[0]) && isnan(ye[3]));
 
     /* a NaN in a plane of two bands (output rows 0-1021 and 1022-1029 of
-     * 3x3 windows over 1030 rows of 6): input row 1022 is read by both,
-     * which then go window by window, and row 1027 by the second only */
-    DlrtPool pb = make_pool(1, 1030, 6, 3, 3, 1, 1, 1, 1, false, false);
-    float *xb = falloc(1030 * 6), *yb = falloc(1030 * 6);
-    double *xbd = dalloc(1030 * 6), *want_b = dalloc(1030 * 6);
+     * 3x2 windows over 1030 rows of 6, padded by 1): input row 1022 is read
+     * by both, which then go window by window, and row 1027 by the second
+     * only; then the same NaNs under centred 3x3 windows (maxpool_same_plane) */
+    float *xb = falloc(1030 * 6), *yb = falloc(1030 * 7);
+    double *xbd = dalloc(1030 * 6), *want_b = dalloc(1030 * 7);
     for (int i = 0; i < 1030 * 6; i++)
         xb[i] = (float)((i * 37) % 101) - 50.0f, xbd[i] = xb[i];
     xb[1022 * 6 + 3] = xb[1027 * 6] = NAN;
-    dlrt_maxpool_forward(&pb, 1, xb, yb);
-    pool_ref(&pb, 1, true, xbd, want_b); /* without the NaNs */
-    bool banded = true;
-    for (int oy = 0; oy < 1030; oy++)
-        for (int ox = 0; ox < 6; ox++) {
-            bool nan_window = (oy >= 1021 && oy <= 1023 && ox >= 2 && ox <= 4) ||
-                              (oy >= 1026 && oy <= 1028 && ox <= 1);
-            float got = yb[oy * 6 + ox];
-            banded &= nan_window ? isnan(got) : got == (float)want_b[oy * 6 + ox];
-        }
-    CHECK(t, banded);
+    for (int centred = 0; centred < 2; centred++) {
+        int kw = centred ? 3 : 2, ow = centred ? 6 : 7;
+        DlrtPool pb = make_pool(1, 1030, 6, 3, kw, 1, 1, 1, 1, false, false);
+        dlrt_maxpool_forward(&pb, 1, xb, yb);
+        pool_ref(&pb, 1, true, xbd, want_b); /* without the NaNs */
+        bool as_torch = true;
+        for (int oy = 0; oy < 1030; oy++)
+            for (int ox = 0; ox < ow; ox++) {
+                /* the window's input columns: [ox - 1, ox - 1 + kw) */
+                bool nan_window = (oy >= 1021 && oy <= 1023 && ox - 1 <= 3 && ox - 1 + kw > 3) ||
+                                  (oy >= 1026 && oy <= 1028 && ox - 1 <= 0);
+                float got = yb[oy * ow + ox];
+                as_torch &= nan_window ? isnan(got) : got == (float)want_b[oy * ow + ox];
+            }
+        CHECK(t, as_torch);
+    }
     free(xb), free(yb), free(xbd), free(want_b);
 
     /* padding never wins, even over negative values */
@@ -1073,6 +1078,17 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 2, 1, 3, 3, 1, 1, 1, 1, 0, 0, false);
     test_pool_case(t, rng, 1, 2, 6, 6, 4, 4, 3, 3, 2, 2, true);
     test_pool_case(t, rng, 2, 2, 7, 6, 3, 2, 1, 2, 1, 1, false);
+    /* windows centred at stride 1 (kernels.inc's maxpool_same_plane): 5x5 and
+     * 7x3, planes narrower and shorter than the window's reach (the loops
+     * across fixed up in every column), a 1x1 plane, 3x3 windows over one
+     * column and over two rows, 1x1 windows */
+    test_pool_case(t, rng, 2, 3, 6, 7, 5, 5, 1, 1, 2, 2, false);
+    test_pool_case(t, rng, 1, 2, 9, 4, 7, 3, 1, 1, 3, 1, false);
+    test_pool_case(t, rng, 1, 2, 2, 3, 5, 7, 1, 1, 2, 3, false);
+    test_pool_case(t, rng, 2, 2, 1, 1, 3, 3, 1, 1, 1, 1, true);
+    test_pool_case(t, rng, 1, 2, 5, 1, 3, 3, 1, 1, 1, 1, false);
+    test_pool_case(t, rng, 1, 1, 2, 6, 3, 3, 1, 1, 1, 1, false);
+    test_pool_case(t, rng, 1, 2, 3, 5, 1, 1, 1, 1, 0, 0, false);
     /* GoogLeNet's: 3x3 stride 1 padded (inner columns and clipped borders),
      * 3x3 stride 2 in ceil mode; and stride 2 padded */
     test_pool_case(t, rng, 2, 3, 9, 11, 3, 3, 1, 1, 1, 1, true);

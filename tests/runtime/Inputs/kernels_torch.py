@@ -201,6 +201,7 @@ def gen_pool(gen):
         (3, 2, 10, 7, 3, 3, 1, 1, 1, 1, False),
         (1, 1, 7, 7, 2, 3, 3, 2, 1, 1, True),
         (2, 4, 12, 12, 2, 2, 2, 2, 0, 0, False),
+        (2, 3, 6, 8, 5, 5, 1, 1, 2, 2, False),   # centred 5x5 windows, ties
     ]
     for i, (n, c, h, w, kh, kw, sh, sw, ph, pw, ceil) in enumerate(geometries):
         probe = F.max_pool2d(torch.zeros(1, 1, h, w), (kh, kw), (sh, sw), (ph, pw),
