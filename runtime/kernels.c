@@ -198,6 +198,17 @@ static bool maxpool_centred(const DlrtPool *p) {
            p->oh == p->h && p->ow == p->w && p->h * p->w <= MAXPOOL_BAND;
 }
 
+/* Whether a max pooling takes maxpool_strided_plane: no padding, a stride
+ * of 2 or more each way, windows reaching at most a stride past the next
+ * one's start (kh <= 2 sh, kw <= 2 sw), every window starting inside the
+ * plane and the columns where they start inside it too (sw * ow <= w), and
+ * those columns of every output row within the buffer. */
+static bool maxpool_strided(const DlrtPool *p) {
+    return p->ph == 0 && p->pw == 0 && p->sh >= 2 && p->sw >= 2 && p->kh <= 2 * p->sh &&
+           p->kw <= 2 * p->sw && p->oh > 0 && p->ow > 0 && (p->oh - 1) * p->sh < p->h &&
+           p->sw * p->ow <= p->w && p->oh * p->sw * p->ow <= MAXPOOL_BAND;
+}
+
 /* The output rows of a band of maxpool_band: as many as its buffers hold;
  * 0 where not even one fits (rows over about 8192 / kh elements wide), and
  * then the windows are scanned one by one. */

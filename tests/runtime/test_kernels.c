@@ -1089,6 +1089,16 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 1, 2, 5, 1, 3, 3, 1, 1, 1, 1, false);
     test_pool_case(t, rng, 1, 1, 2, 6, 3, 3, 1, 1, 1, 1, false);
     test_pool_case(t, rng, 1, 2, 3, 5, 1, 1, 1, 1, 0, 0, false);
+    /* unpadded windows a stride of 2 or 3 apart reaching into the next
+     * (kernels.inc's maxpool_strided_plane): GoogLeNet's 3x3 stride 2 in
+     * ceil mode (each row's last window clipped), AlexNet's without, odd
+     * sizes, 5x4 and 6x6 windows of stride 3, 1x3 windows */
+    test_pool_case(t, rng, 1, 3, 14, 14, 3, 3, 2, 2, 0, 0, true);
+    test_pool_case(t, rng, 2, 2, 13, 15, 3, 3, 2, 2, 0, 0, true);
+    test_pool_case(t, rng, 1, 1, 55, 55, 3, 3, 2, 2, 0, 0, false);
+    test_pool_case(t, rng, 1, 2, 11, 12, 5, 4, 3, 3, 0, 0, true);
+    test_pool_case(t, rng, 1, 1, 12, 12, 6, 6, 3, 3, 0, 0, false);
+    test_pool_case(t, rng, 1, 2, 7, 9, 1, 3, 2, 2, 0, 0, true);
     /* GoogLeNet's: 3x3 stride 1 padded (inner columns and clipped borders),
      * 3x3 stride 2 in ceil mode; and stride 2 padded */
     test_pool_case(t, rng, 2, 3, 9, 11, 3, 3, 1, 1, 1, 1, true);

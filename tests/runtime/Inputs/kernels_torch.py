@@ -202,6 +202,7 @@ def gen_pool(gen):
         (1, 1, 7, 7, 2, 3, 3, 2, 1, 1, True),
         (2, 4, 12, 12, 2, 2, 2, 2, 0, 0, False),
         (2, 3, 6, 8, 5, 5, 1, 1, 2, 2, False),   # centred 5x5 windows, ties
+        (2, 3, 14, 13, 3, 3, 2, 2, 0, 0, True),  # GoogLeNet's stride 2, ceil mode
     ]
     for i, (n, c, h, w, kh, kw, sh, sw, ph, pw, ceil) in enumerate(geometries):
         probe = F.max_pool2d(torch.zeros(1, 1, h, w), (kh, kw), (sh, sw), (ph, pw),
