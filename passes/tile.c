@@ -199,15 +199,18 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
     return (fmas + fmas / intensity) / 2 + (double)stores;
 }
 
-/* The fewest positions a filter-lanes convolution whose weights outgrow L2
- * must have, in registers' lanes: its copy of the weights (made every call)
- * then moves each weight from L3 or memory, several cycles, against
- * positions / (2 * lanes) cycles of multiply-adds per weight.  Measured at
- * batch 1 on 2 threads (2-core AVX2, interleaved against BLAS): GoogLeNet's
- * 7x7 planes (49 positions) with 1.8 and 2.6 MB of weights 11% and 24%
- * slower in filter lanes, its 14x14 (196) with 1.5 and 1.8 MB 6% faster,
- * its 7x7 with 0.2 MB 55% faster; AlexNet's 13x13 (169) with 2.6 MB 15%
- * slower. */
+/* The fewest positions a filter-lanes convolution of a training step whose
+ * weights outgrow L2 must have, in registers' lanes: its copy of the
+ * weights (made every call) then moves each weight from L3 or memory,
+ * several cycles, against positions / (2 * lanes) cycles of multiply-adds
+ * per weight.  Measured at batch 1 on 2 threads (2-core AVX2, interleaved
+ * against BLAS): GoogLeNet's 7x7 planes (49 positions) with 1.8 and 2.6 MB
+ * of weights 11% and 24% slower in filter lanes, its 14x14 (196) with 1.5
+ * and 1.8 MB 6% faster, its 7x7 with 0.2 MB 55% faster; AlexNet's 13x13
+ * (169) with 2.6 MB 15% slower.  The inference network is exempt: NAME_freeze
+ * packs its weights once (the program's bench and predict do), and so
+ * GoogLeNet's two on 7x7 planes took 0.77 and 0.80 of their time with BLAS
+ * (shortest calls, three rounds alternating). */
 #define FILTER_LANES_POSITION_REGISTERS 24
 
 /* The fewest taps (channels x kernel taps), in registers' lanes, of a
@@ -237,12 +240,13 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
  * GoogLeNet's inception4a 3x3 convolution (208 filters, 864 taps) took a
  * block of one register by one position that way, and its batch-1
  * inference was 6% slower than with blocks over the padded width. */
-static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool alone, Block *b,
-                                double *time) {
+static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool alone, bool packed,
+                                Block *b, double *time) {
     int64_t lanes = t->vector / 4, positions = p->c.oh * p->c.ow;
     double best_intensity = 0;
     *time = 0;
-    if (4 * p->c.rows * p->k > t->l2 && positions < FILTER_LANES_POSITION_REGISTERS * lanes)
+    if (!packed && 4 * p->c.rows * p->k > t->l2 &&
+        positions < FILTER_LANES_POSITION_REGISTERS * lanes)
         return false;
     if (alone && p->k < FILTER_LANES_TAP_REGISTERS * lanes)
         return false;
@@ -338,8 +342,9 @@ static bool choose_scatter(const DlcOp *op, const Product *p, const DlcTargetCpu
 }
 
 /* The best register block for op on t, in *b; false where none fits the
- * model. */
-static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
+ * model.  packed: op is in the inference network, whose filter-lanes
+ * weights NAME_freeze packs once rather than each call copying them. */
+static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b) {
     Product p;
     if (!product_of(op, &p))
         return false;
@@ -418,7 +423,8 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, Block *b) {
         *b = other;
         return true;
     }
-    if (op->kind == DLC_OP_CONV2D && choose_filter_lanes(&p, t, best == 0, &other, &other_time) &&
+    if (op->kind == DLC_OP_CONV2D &&
+        choose_filter_lanes(&p, t, best == 0, packed, &other, &other_time) &&
         (best == 0 ||
          /* its stores: a register of yp, then yp again and the result */
          other_time < block_time(best_computed, best, lanes, 3 * p.c.rows * plane / lanes))) {
@@ -435,6 +441,7 @@ bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
         dlc_target_cpu_host(&t);
     for (int i = 0; i < m->nnetworks; i++) {
         DlcNetwork *net = m->networks[i];
+        bool packed = !dlc_is_train_network(net->name, NULL);
         for (int j = 0; j < net->nops; j++) {
             DlcOp *op = net->ops[j];
             if (op->kind != DLC_OP_CONV2D && op->kind != DLC_OP_CONV2D_GRAD_INPUT &&
@@ -445,7 +452,7 @@ bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
             if (vector->i != 0)
                 continue; /* chosen in IR text */
             Block block = {0, 0, false, false};
-            if (!choose(op, &t, &block))
+            if (!choose(op, &t, packed, &block))
                 continue;
             tile->pair[0] = block.rows, tile->pair[1] = block.cols;
             vector->i = t.vector;
