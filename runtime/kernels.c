@@ -187,7 +187,9 @@ static int64_t pool_work(const DlrtPool *p, int64_t n) {
 
 /* Elements of each of the two buffers that max pooling keeps on the stack
  * (kernels.inc's maxpool_band): the padded input rows of a band of output
- * rows, and their maxima down the windows. */
+ * rows, and their maxima down the windows; and of the one buffer of a
+ * plane's maxima down the windows (maxpool_same_plane and
+ * maxpool_strided_plane). */
 #define MAXPOOL_BAND 8192
 
 /* Whether a max pooling's windows are centred on their outputs at stride 1
