@@ -1200,6 +1200,51 @@ static void test_maxpool_2x2_special_values(Tally *t, DlrtRng *rng) {
         }
 }
 
+/* Max pooling's gradient over 3x3 windows centred at stride 1 and 3x3
+ * windows of stride 2 in ceil mode (kernels.inc's maxpool_backward_same3
+ * and maxpool_backward_strided3, which find each window's largest tap in a
+ * vectorized pass) with values drawn from {-inf, -1, 0, 1} and, in every
+ * other round, NaN (such planes take the scan): ties and windows of -inf
+ * go to the first largest tap, a NaN to the window's last; against the
+ * scan written out here, with and without relu_grad, bit for bit. */
+static void test_maxpool_3x3_special_values(Tally *t, DlrtRng *rng) {
+    enum { N = 2, C = 3, H = 9, W = 11 };
+    static const float values[] = {-INFINITY, -1, 0, 1, NAN};
+    float x[N * C * H * W], dy[N * C * H * W], dx[N * C * H * W], want[N * C * H * W];
+    for (int strided = 0; strided < 2; strided++)
+        for (int round = 0; round < 20; round++) {
+            int s = strided ? 2 : 1, pad = strided ? 0 : 1;
+            DlrtPool p = make_pool(C, H, W, 3, 3, s, s, pad, pad, true, false);
+            p.relu_grad = round % 4 >= 2;
+            for (int i = 0; i < N * C * H * W; i++)
+                x[i] = values[dlrt_rng_next(rng) % (round % 2 ? 5 : 4)];
+            for (int i = 0; i < N * C * p.oh * p.ow; i++)
+                dy[i] = (float)(i + 1) * (i % 7 == 0 ? -1.0f : 1.0f);
+            memset(want, 0, sizeof want);
+            for (int pl = 0; pl < N * C; pl++)
+                for (int oy = 0; oy < p.oh; oy++)
+                    for (int ox = 0; ox < p.ow; ox++) {
+                        const float *xp = x + pl * H * W;
+                        int best = -1;
+                        float max = -INFINITY;
+                        for (int iy = oy * s - pad; iy < oy * s - pad + 3; iy++)
+                            for (int ix = ox * s - pad; ix < ox * s - pad + 3; ix++) {
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                                    continue;
+                                int i = iy * W + ix;
+                                if (best < 0)
+                                    best = i;
+                                if (xp[i] > max || isnan(xp[i]))
+                                    max = xp[i], best = i;
+                            }
+                        if (!p.relu_grad || xp[best] > 0)
+                            want[pl * H * W + best] += dy[(pl * p.oh + oy) * p.ow + ox];
+                    }
+            dlrt_maxpool_backward(&p, N, dy, x, dx);
+            CHECK(t, memcmp(dx, want, sizeof dx) == 0);
+        }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Elementwise, global pooling, softmax, copies                              */
 /* ------------------------------------------------------------------------ */
@@ -1540,6 +1585,7 @@ static int run_unit_tests(void) {
     test_dense(&t, &rng);
     test_pool(&t, &rng);
     test_maxpool_2x2_special_values(&t, &rng);
+    test_maxpool_3x3_special_values(&t, &rng);
     test_activations(&t, &rng);
     test_globalavgpool(&t, &rng);
     test_softmax(&t, &rng);
