@@ -1163,85 +1163,59 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     CHECK(t, memcmp(dx2, want, sizeof want) == 0 && dx2[16] == 0 && dx2[21] == 10);
 }
 
-/* Max pooling's gradient over 2x2 windows of stride 2 (the runs of row
- * pairs) with values drawn from {-inf, -1, 0, 1, NaN}: ties, windows of
- * -inf, and one or several NaNs, whose last wins (torch's rule), against
- * the scan written out here, with and without relu_grad, bit for bit. */
-static void test_maxpool_2x2_special_values(Tally *t, DlrtRng *rng) {
-    enum { N = 3, C = 4, H = 6, W = 10 };
+/* Max pooling's gradient with values drawn from {-inf, -1, 0, 1, NaN}:
+ * ties, windows of -inf, and one or several NaNs, whose last wins (torch's
+ * rule), against the scan written out here, with and without relu_grad,
+ * bit for bit.  Over 2x2 windows of stride 2 (the runs of row pairs), NaNs
+ * in every round; over 3x3 windows centred at stride 1 and 3x3 windows of
+ * stride 2 in ceil mode (kernels.inc's maxpool_backward_same3 and
+ * maxpool_backward_strided3, which find each window's largest tap in a
+ * vectorized pass), NaNs in every other round (such planes take the
+ * scan). */
+static void test_maxpool_special_values(Tally *t, DlrtRng *rng) {
+    static const struct {
+        int n, c, h, w, k, s, pad, rounds;
+        bool ceil, nan_always;
+    } cases[] = {
+        {3, 4, 6, 10, 2, 2, 0, 40, false, true},
+        {2, 3, 9, 11, 3, 1, 1, 20, true, false},
+        {2, 3, 9, 11, 3, 2, 0, 20, true, false},
+    };
+    enum { MOST = 720 }; /* the largest n c h w above */
     static const float values[] = {-INFINITY, -1, 0, 1, NAN};
-    float x[N * C * H * W], dy[N * C * H * W / 4], dx[N * C * H * W], want[N * C * H * W];
-    for (int relu = 0; relu < 2; relu++)
-        for (int round = 0; round < 20; round++) {
-            DlrtPool p = make_pool(C, H, W, 2, 2, 2, 2, 0, 0, false, false);
-            p.relu_grad = relu;
-            for (int i = 0; i < N * C * H * W; i++)
-                x[i] = values[dlrt_rng_next(rng) % 5];
-            for (int i = 0; i < N * C * H * W / 4; i++)
-                dy[i] = (float)(i + 1) * (i % 7 == 0 ? -1.0f : 1.0f);
-            memset(want, 0, sizeof want);
-            for (int pl = 0; pl < N * C; pl++)
-                for (int oy = 0; oy < H / 2; oy++)
-                    for (int ox = 0; ox < W / 2; ox++) {
-                        const float *xp = x + pl * H * W;
-                        int best = 2 * oy * W + 2 * ox;
-                        float max = -INFINITY;
-                        for (int ky = 0; ky < 2; ky++)
-                            for (int kx = 0; kx < 2; kx++) {
-                                int i = (2 * oy + ky) * W + 2 * ox + kx;
-                                if (xp[i] > max || isnan(xp[i]))
-                                    max = xp[i], best = i;
-                            }
-                        if (!relu || xp[best] > 0)
-                            want[pl * H * W + best] = dy[(pl * H / 2 + oy) * W / 2 + ox];
-                    }
-            dlrt_maxpool_backward(&p, N, dy, x, dx);
-            CHECK(t, memcmp(dx, want, sizeof dx) == 0);
-        }
-}
-
-/* Max pooling's gradient over 3x3 windows centred at stride 1 and 3x3
- * windows of stride 2 in ceil mode (kernels.inc's maxpool_backward_same3
- * and maxpool_backward_strided3, which find each window's largest tap in a
- * vectorized pass) with values drawn from {-inf, -1, 0, 1} and, in every
- * other round, NaN (such planes take the scan): ties and windows of -inf
- * go to the first largest tap, a NaN to the window's last; against the
- * scan written out here, with and without relu_grad, bit for bit. */
-static void test_maxpool_3x3_special_values(Tally *t, DlrtRng *rng) {
-    enum { N = 2, C = 3, H = 9, W = 11 };
-    static const float values[] = {-INFINITY, -1, 0, 1, NAN};
-    float x[N * C * H * W], dy[N * C * H * W], dx[N * C * H * W], want[N * C * H * W];
-    for (int strided = 0; strided < 2; strided++)
-        for (int round = 0; round < 20; round++) {
-            int s = strided ? 2 : 1, pad = strided ? 0 : 1;
-            DlrtPool p = make_pool(C, H, W, 3, 3, s, s, pad, pad, true, false);
+    float x[MOST], dy[MOST], dx[MOST], want[MOST];
+    for (size_t g = 0; g < sizeof cases / sizeof *cases; g++)
+        for (int round = 0; round < cases[g].rounds; round++) {
+            int n = cases[g].n, c = cases[g].c, h = cases[g].h, w = cases[g].w;
+            int k = cases[g].k, s = cases[g].s, pad = cases[g].pad;
+            DlrtPool p = make_pool(c, h, w, k, k, s, s, pad, pad, cases[g].ceil, false);
             p.relu_grad = round % 4 >= 2;
-            for (int i = 0; i < N * C * H * W; i++)
-                x[i] = values[dlrt_rng_next(rng) % (round % 2 ? 5 : 4)];
-            for (int i = 0; i < N * C * p.oh * p.ow; i++)
+            for (int i = 0; i < n * c * h * w; i++)
+                x[i] = values[dlrt_rng_next(rng) % (cases[g].nan_always || round % 2 ? 5 : 4)];
+            for (int i = 0; i < n * c * p.oh * p.ow; i++)
                 dy[i] = (float)(i + 1) * (i % 7 == 0 ? -1.0f : 1.0f);
             memset(want, 0, sizeof want);
-            for (int pl = 0; pl < N * C; pl++)
+            for (int pl = 0; pl < n * c; pl++)
                 for (int oy = 0; oy < p.oh; oy++)
                     for (int ox = 0; ox < p.ow; ox++) {
-                        const float *xp = x + pl * H * W;
+                        const float *xp = x + pl * h * w;
                         int best = -1;
                         float max = -INFINITY;
-                        for (int iy = oy * s - pad; iy < oy * s - pad + 3; iy++)
-                            for (int ix = ox * s - pad; ix < ox * s - pad + 3; ix++) {
-                                if (iy < 0 || iy >= H || ix < 0 || ix >= W)
+                        for (int iy = oy * s - pad; iy < oy * s - pad + k; iy++)
+                            for (int ix = ox * s - pad; ix < ox * s - pad + k; ix++) {
+                                if (iy < 0 || iy >= h || ix < 0 || ix >= w)
                                     continue;
-                                int i = iy * W + ix;
+                                int i = iy * w + ix;
                                 if (best < 0)
                                     best = i;
                                 if (xp[i] > max || isnan(xp[i]))
                                     max = xp[i], best = i;
                             }
                         if (!p.relu_grad || xp[best] > 0)
-                            want[pl * H * W + best] += dy[(pl * p.oh + oy) * p.ow + ox];
+                            want[pl * h * w + best] += dy[(pl * p.oh + oy) * p.ow + ox];
                     }
-            dlrt_maxpool_backward(&p, N, dy, x, dx);
-            CHECK(t, memcmp(dx, want, sizeof dx) == 0);
+            dlrt_maxpool_backward(&p, n, dy, x, dx);
+            CHECK(t, memcmp(dx, want, sizeof(float) * (size_t)(n * c * h * w)) == 0);
         }
 }
 
@@ -1584,8 +1558,7 @@ static int run_unit_tests(void) {
     test_conv(&t, &rng);
     test_dense(&t, &rng);
     test_pool(&t, &rng);
-    test_maxpool_2x2_special_values(&t, &rng);
-    test_maxpool_3x3_special_values(&t, &rng);
+    test_maxpool_special_values(&t, &rng);
     test_activations(&t, &rng);
     test_globalavgpool(&t, &rng);
     test_softmax(&t, &rng);
