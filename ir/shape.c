@@ -461,6 +461,11 @@ bool dlc_infer_pool(DlcInfer *inf) {
         return false;
     const int64_t *k = A("kernel").pair, *s = A("stride").pair, *p = A("pad").pair;
     bool ceil_mode = A("ceil_mode").b;
+    if (inf->kind == DLC_OP_MAXPOOL && A("band").i < 0) {
+        dlc_error(inf->ctx, inf->loc, "%s: band=%lld: the band's output rows must be 0 or more",
+                  OPNAME, (long long)A("band").i);
+        return false;
+    }
     for (int i = 0; i < 2; i++)
         if (2 * p[i] > k[i]) {
             dlc_error(inf->ctx, inf->loc,

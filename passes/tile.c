@@ -1,6 +1,7 @@
 /* tile.c — chooses how the CPU computes each convolution: im2col and a
  * BLAS product, or dlc's own loops with a register block sized for the
- * target CPU.
+ * target CPU; and for each max pooling how many output rows libdlrt's
+ * loops compute at a time (band=N, pool_band below).
  *
  *   %y = conv2d(%x, @w, @b) {...}   =>   %y = conv2d(%x, @w, @b) {..., tile=[6, 16], vector=32}
  *
@@ -434,6 +435,52 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
     return best > 0;
 }
 
+/* ---- pooling ---------------------------------------------------------------- */
+
+/* The band of a max pooling (maxpool {band=N}): how many output rows of a
+ * plane libdlrt's loops compute at a time (runtime/kernels.inc), from L1.
+ *
+ *   - Windows of 2x2 that tile the plane exactly run as row pairs whatever
+ *     the band: none is chosen.
+ *   - Whole planes (band = the output's rows) where libdlrt has a loop
+ *     over a whole plane that streams it: windows a stride of 2 or more
+ *     apart without padding (maxpool_strided_plane: the maxima down each
+ *     window's rows, then across, one pass each), and windows centred at
+ *     stride 1 that span at most 3 rows and 3 columns (maxpool_same_plane:
+ *     one fused pass each way).  Wider centred windows take a pass per row
+ *     and column of the window over the plane's input, its maxima down and
+ *     its result, which then must stay in L1 (half of it, the rest for the
+ *     lines the loops bring in); a 5x5 pooling of 56x56 planes (37 KB of
+ *     them) was 20% faster in bands.
+ *   - Otherwise bands: the most output rows whose padded input rows, their
+ *     maxima down the windows and the band's results fit half of L1.
+ *
+ * Calibrated with bench/pool_band.c (2-vCPU AMD EPYC, 32 KB L1, 2
+ * threads, input from L3): ResNet's 3x3 stride-2 padded pooling of 112x112
+ * planes took 130-133 us in bands of 4 to 16 rows (the rule: 10), 140 in
+ * the 35 rows that libdlrt's buffers hold, 143 in 32; the whole-plane
+ * loops took 0.6-0.8 of the time of any band where they apply. */
+static int64_t pool_band(const DlcOp *op, const DlcTargetCpu *t) {
+    const int64_t *k = attr(op, "kernel")->pair, *s = attr(op, "stride")->pair,
+                  *pad = attr(op, "pad")->pair;
+    const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
+    int64_t h = x->dims[1], w = x->dims[2], oh = y->dims[1], ow = y->dims[2];
+    int64_t elem = x->dtype == DLC_F64 ? 8 : 4, half_l1 = t->l1 / 2 / elem;
+    bool unpadded = pad[0] == 0 && pad[1] == 0;
+    if (k[0] == 2 && k[1] == 2 && s[0] == 2 && s[1] == 2 && unpadded && h == 2 * oh &&
+        w == 2 * ow)
+        return 0;
+    bool strided = unpadded && s[0] >= 2 && s[1] >= 2 && k[0] <= 2 * s[0] && k[1] <= 2 * s[1];
+    bool centred = s[0] == 1 && s[1] == 1 && k[0] == 2 * pad[0] + 1 && k[1] == 2 * pad[1] + 1;
+    if (strided || (centred && ((k[0] <= 3 && k[1] <= 3) || 3 * h * w <= half_l1)))
+        return oh;
+    int64_t wp = (ow - 1) * s[1] + k[1]; /* a padded input row */
+    int64_t band = 1;
+    while (band < oh && ((band * s[0] + k[0]) * wp + (band + 1) * (wp + ow)) <= half_l1)
+        band++; /* band + 1 rows fit: their (band * sh + kh) input rows, v and y */
+    return band;
+}
+
 bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
     (void)ctx;
     DlcTargetCpu t = opt->cpu; /* --target-cpu, over the machine's own */
@@ -444,6 +491,12 @@ bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
         bool packed = !dlc_is_train_network(net->name, NULL);
         for (int j = 0; j < net->nops; j++) {
             DlcOp *op = net->ops[j];
+            if (op->kind == DLC_OP_MAXPOOL) {
+                DlcAttr *band = &op->attrs[dlc_op_attr_index(op->kind, "band")];
+                if (band->i == 0) /* else chosen in IR text */
+                    band->i = pool_band(op, &t);
+                continue;
+            }
             if (op->kind != DLC_OP_CONV2D && op->kind != DLC_OP_CONV2D_GRAD_INPUT &&
                 op->kind != DLC_OP_CONV2D_GRAD_WEIGHT)
                 continue;

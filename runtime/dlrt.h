@@ -329,6 +329,12 @@ typedef struct DlrtPool {
     bool relu_grad;         /* max pooling backward: also the gradient of the ReLU
                                whose result x is (maxpool_grad {relu_grad=true}):
                                nothing reaches an x that is not positive */
+    int64_t band;           /* max pooling forward: output rows of a plane computed
+                               at a time (maxpool {band=N}, the tile pass's choice
+                               from the CPU's caches): N >= oh takes whole planes
+                               where their loops apply; 0 lets libdlrt choose.
+                               At most what its buffers of MAXPOOL_BAND elements
+                               hold (kernels.c) */
 } DlrtPool;
 
 /* Local response normalization across channels (torch.nn.LocalResponseNorm,

@@ -211,7 +211,8 @@ static bool maxpool_strided(const DlrtPool *p) {
            p->sw * p->ow <= p->w && p->oh * p->sw * p->ow <= MAXPOOL_BAND;
 }
 
-/* The output rows of a band of maxpool_band: as many as its buffers hold;
+/* The output rows of a band of maxpool_band: the tile pass's band
+ * (p->band) or, without one, as many as its buffers hold, and never more;
  * 0 where not even one fits (rows over about 8192 / kh elements wide), and
  * then the windows are scanned one by one. */
 static int64_t maxpool_band_rows(const DlrtPool *p) {
@@ -219,8 +220,14 @@ static int64_t maxpool_band_rows(const DlrtPool *p) {
     if (p->oh <= 0 || p->ow <= 0 || p->kh * wp > MAXPOOL_BAND)
         return 0;
     int64_t by_pad = (MAXPOOL_BAND / wp - p->kh) / p->sh + 1, by_v = MAXPOOL_BAND / wp;
-    return by_pad < by_v ? by_pad : by_v;
+    int64_t most = by_pad < by_v ? by_pad : by_v;
+    return p->band > 0 && p->band < most ? p->band : most;
 }
+
+/* Whether the forward max pooling may take whole planes at a time
+ * (maxpool_same_plane, maxpool_strided_plane): unless the tile pass asked
+ * for bands of fewer rows than a plane has. */
+static bool maxpool_whole_planes(const DlrtPool *p) { return p->band <= 0 || p->band >= p->oh; }
 
 /* The size of a convolution's weights. */
 static int64_t conv_weights(const DlrtConv *cv) {

@@ -239,14 +239,18 @@ static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y
     const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
                   *p = attr_pair(op, "pad");
     int cip = dlc_op_attr_index(op->kind, "count_include_pad");
+    int64_t band = op->kind == DLC_OP_MAXPOOL ? attr_i(op, "band") : 0; /* the tile pass's */
     put(o, "    static const DlrtPool pool = {.c = %lld, .h = %lld, .w = %lld, .oh = %lld, "
            ".ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, "
-           ".pw = %lld, .count_include_pad = %s%s};\n",
+           ".pw = %lld, .count_include_pad = %s%s",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[1], (long long)y->dims[2], (long long)k[0], (long long)k[1],
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         cip >= 0 && op->attrs[cip].b ? "true" : "false",
         op->kind == DLC_OP_MAXPOOL_GRAD && attr_b(op, "relu_grad") ? ", .relu_grad = true" : "");
+    if (band)
+        put(o, ", .band = %lld", (long long)band);
+    put(o, "};\n");
 }
 
 /* Elements before and after a (normalized) axis of a per-sample type. */

@@ -1163,15 +1163,54 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     CHECK(t, memcmp(dx2, want, sizeof want) == 0 && dx2[16] == 0 && dx2[21] == 10);
 }
 
-/* Max pooling's gradient with values drawn from {-inf, -1, 0, 1, NaN}:
- * ties, windows of -inf, and one or several NaNs, whose last wins (torch's
- * rule), against the scan written out here, with and without relu_grad,
- * bit for bit.  Over 2x2 windows of stride 2 (the runs of row pairs), NaNs
- * in every round; over 3x3 windows centred at stride 1 and 3x3 windows of
- * stride 2 in ceil mode (kernels.inc's maxpool_backward_same3 and
- * maxpool_backward_strided3, which find each window's largest tap in a
- * vectorized pass), NaNs in every other round (such planes take the
- * scan). */
+/* Max pooling's forward with every band of output rows the tile pass may
+ * choose (DlrtPool.band): whole planes (the output's rows or more), bands
+ * of any size down to one row, and 0 (libdlrt's own choice), for the
+ * geometries of each of its loops: centred 3x3 and 5x5 windows, windows a
+ * stride apart, ResNet's padded stride 2 with a band ending short of the
+ * plane, 2x2 windows tiling the plane.  A maximum is exact, so every band
+ * must give the reference's values, and the same bits as band 0; and so
+ * with a NaN in the last plane (which a band hands to the window-by-window
+ * scan), against band 0, whose NaN rule test_maxpool_special_values and
+ * the torch cases check. */
+static void test_maxpool_bands(Tally *t, DlrtRng *rng) {
+    static const int64_t geometry[][8] = {
+        /* h   w  kh kw sh sw ph pw */
+        {11, 9, 3, 3, 1, 1, 1, 1}, {12, 10, 5, 5, 1, 1, 2, 2}, {13, 15, 3, 3, 2, 2, 0, 0},
+        {17, 16, 3, 3, 2, 2, 1, 1}, {12, 8, 2, 2, 2, 2, 0, 0},  {10, 11, 4, 3, 3, 2, 2, 1},
+    };
+    for (size_t g = 0; g < sizeof geometry / sizeof geometry[0]; g++) {
+        const int64_t *q = geometry[g];
+        bool ceil_mode = g % 2 == 0;
+        DlrtPool p = make_pool(3, q[0], q[1], q[2], q[3], q[4], q[5], q[6], q[7], ceil_mode, false);
+        int64_t n = 2, nx = n * p.c * p.h * p.w, ny = n * p.c * p.oh * p.ow;
+        float *x = falloc(nx), *y0 = falloc(ny), *y = falloc(ny);
+        double *xd = dalloc(nx), *want = dalloc(ny);
+        for (int nan = 0; nan < 2; nan++) {
+            fill_random(rng, x, xd, nx);
+            if (nan)
+                x[nx - 5] = NAN;
+            pool_ref(&p, n, true, xd, want);
+            p.band = 0;
+            dlrt_maxpool_forward(&p, n, x, y0);
+            int64_t bands[] = {1, 2, 3, p.oh - 1, p.oh, p.oh + 5};
+            for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++) {
+                char what[112];
+                snprintf(what, sizeof what,
+                         "maxpool %" PRId64 "x%" PRId64 " k%" PRId64 "x%" PRId64 " s%" PRId64
+                         " band %" PRId64 "%s",
+                         p.h, p.w, p.kh, p.kw, p.sh, bands[b], nan ? " with a NaN" : "");
+                p.band = bands[b];
+                dlrt_maxpool_forward(&p, n, x, y);
+                if (!nan)
+                    CHECK_CLOSE(t, what, y, want, ny, 0);
+                check(t, memcmp(y, y0, (size_t)ny * sizeof *y) == 0, what, __LINE__);
+            }
+        }
+        free(x), free(y0), free(y), free(xd), free(want);
+    }
+}
+
 static void test_maxpool_special_values(Tally *t, DlrtRng *rng) {
     static const struct {
         int n, c, h, w, k, s, pad, rounds;
@@ -1559,6 +1598,7 @@ static int run_unit_tests(void) {
     test_dense(&t, &rng);
     test_pool(&t, &rng);
     test_maxpool_special_values(&t, &rng);
+    test_maxpool_bands(&t, &rng);
     test_activations(&t, &rng);
     test_globalavgpool(&t, &rng);
     test_softmax(&t, &rng);
