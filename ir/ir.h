@@ -226,6 +226,12 @@ int dlc_op_attr_index(DlcOpKind k, const char *name);
 /* Whether the bool attribute `name` of an op of kind k is true in attrs
  * (indexed by k's schema); false where k has no such attribute. */
 bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name);
+/* Whether attribute `name` is the tile pass's choice for the one op that
+ * carries it (tile, vector, filter_lanes, scatter, band: passes/tile.c),
+ * which an op built from another (a gradient from its forward op) must not
+ * inherit: a forward convolution's filter lanes are no tile of its input
+ * gradient's. */
+bool dlc_attr_is_tile_choice(const char *name);
 /* Whether an op of kind k with these attributes reads the result of a ReLU
  * whose gradient it applies (relu_grad=true) as one more tensor operand,
  * after its own: every such op but maxpool_grad, whose x is that result. */

@@ -126,6 +126,14 @@ bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name) {
     return i >= 0 && attrs[i].b;
 }
 
+bool dlc_attr_is_tile_choice(const char *name) {
+    static const char *const names[] = {"tile", "vector", "filter_lanes", "scatter", "band"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(name, names[i]) == 0)
+            return true;
+    return false;
+}
+
 /* maxpool_grad and lrn_grad read the ReLU's result as their x already */
 static bool relu_grad_from_x(DlcOpKind k) {
     return k == DLC_OP_MAXPOOL_GRAD || k == DLC_OP_LRN_GRAD;

@@ -667,10 +667,7 @@ static bool forward_gives(DlcInfer *inf, DlcOpKind kind, const DlcType *x,
     for (int i = 0; i < fwd->nattrs; i++) {
         int j = dlc_op_attr_index(inf->kind, fwd->attrs[i].name);
         /* the tile is the gradient's own (check_tile), not the forward's */
-        const char *name = fwd->attrs[i].name;
-        bool own = strcmp(name, "tile") == 0 || strcmp(name, "vector") == 0 ||
-                   strcmp(name, "filter_lanes") == 0 || strcmp(name, "scatter") == 0;
-        if (j >= 0 && !own)
+        if (j >= 0 && !dlc_attr_is_tile_choice(fwd->attrs[i].name))
             attrs[i] = inf->attrs[j];
     }
     if (kind == DLC_OP_CONV2D)

@@ -61,13 +61,15 @@ static DlcValue *emit(Autodiff *ad, DlcOpKind kind, DlcValue **in, int nin, int 
     return op && type ? op->out[0] : NULL;
 }
 
-/* The attributes of `from` that `kind` also has, by name. */
+/* The attributes of `from` that `kind` also has, by name, but for the tile
+ * pass's choices: a tile written in IR text for a forward convolution is
+ * not one for its gradients (the tile pass chooses theirs). */
 static void attrs_like(DlcOpKind kind, const DlcOp *from, DlcAttr *out) {
     memset(out, 0, sizeof(DlcAttr) * DLC_MAX_ATTRS);
     const DlcOpInfo *info = dlc_op_info(kind);
     for (int i = 0; i < info->nattrs; i++) {
         int j = dlc_op_attr_index(from->kind, info->attrs[i].name);
-        if (j >= 0)
+        if (j >= 0 && !dlc_attr_is_tile_choice(info->attrs[i].name))
             out[i] = from->attrs[j];
     }
 }
