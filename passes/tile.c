@@ -244,6 +244,18 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
 static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool alone, bool packed,
                                 Block *b, double *time) {
     int64_t lanes = t->vector / 4, positions = p->c.oh * p->c.ow;
+    /* what a block reads for the whole sum, its weights and its positions'
+       taps, must fit half of L2, or all of it where the padded sample
+       fits three quarters of it (the blocks of filters pass over all of
+       it in turn).  Calibrated at batch 1 on 2 threads (2-vCPU AMD EPYC,
+       512 KB of L2; docs/passes.md): AlexNet's 384-channel 3x3
+       convolution on 13x13 (a 346 KB sample, blocks reading 290 KB) and
+       ResNet's 512-channel ones on 7x7 (166 KB, 387 KB) made their
+       networks' inference 0.979 and 0.971 of its time in filter lanes,
+       where VGG-16's 512-channel ones on 14x14 (a 512 KB sample) and
+       28x28 were 17% and 38% slower than BLAS */
+    int64_t reads_bound =
+        4 * p->c.channels * source_plane(&p->c) <= t->l2 / 4 * 3 ? t->l2 : t->l2 / 2;
     double best_intensity = 0;
     *time = 0;
     if (!packed && 4 * p->c.rows * p->k > t->l2 &&
@@ -255,7 +267,7 @@ static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool al
         if (p->c.rows % (nv * lanes))
             continue;
         for (int64_t cols = 1; nv * cols + nv + 2 <= t->registers; cols++) {
-            if (4 * p->k * (nv * lanes + cols) > t->l2 / 2)
+            if (4 * p->k * (nv * lanes + cols) > reads_bound)
                 break; /* the block's weights and positions for the whole sum */
             int64_t computed = p->c.rows * p->k * ((positions + cols - 1) / cols * cols);
             double intensity = (double)(nv * cols) / (double)(nv + cols);
