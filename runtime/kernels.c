@@ -338,6 +338,17 @@ static bool labels_in_range(const int32_t *labels, int64_t n, int64_t classes) {
     return true;
 }
 
+/* On a function whose loop sums values chosen by comparisons (c ? v : 0):
+ * GCC vectorizes such a loop only where floating-point operations are not
+ * taken to trap (-fno-trapping-math), which changes no value computed,
+ * only which exception flags could be raised.  Clang vectorizes it as it
+ * is. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define SELECT_VECTORIZED __attribute__((optimize("no-trapping-math")))
+#else
+#define SELECT_VECTORIZED
+#endif
+
 /* ---- the kernels, once per element type ---------------------------------- */
 
 #define REAL float
