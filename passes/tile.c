@@ -468,10 +468,11 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
  *     maxima down the windows and the band's results fit half of L1.
  *
  * Calibrated with bench/pool_band.c (2-vCPU AMD EPYC, 32 KB L1, 2
- * threads, input from L3): ResNet's 3x3 stride-2 padded pooling of 112x112
- * planes took 130-133 us in bands of 4 to 16 rows (the rule: 10), 140 in
- * the 35 rows that libdlrt's buffers hold, 143 in 32; the whole-plane
- * loops took 0.6-0.8 of the time of any band where they apply. */
+ * threads, input from L3, shortest of 301 calls): ResNet's 3x3 stride-2
+ * padded pooling of 112x112 planes took 128-133 us in bands of 4 to 16
+ * rows (the rule's 10: 129), 138-139 in the 35 rows that libdlrt's
+ * buffers hold, 138-141 in 32; the whole-plane loops took 0.4-0.85 of the
+ * time of the best band where they apply. */
 static int64_t pool_band(const DlcOp *op, const DlcTargetCpu *t) {
     const int64_t *k = attr(op, "kernel")->pair, *s = attr(op, "stride")->pair,
                   *pad = attr(op, "pad")->pair;
