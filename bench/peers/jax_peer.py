@@ -161,7 +161,7 @@ def alexnet(b):
         x = relu(convs[4](p, relu(convs[3](p, relu(convs[2](p, x))))))
         x = maxpool(x, 3, 2)  # 6x6: torchvision's AdaptiveAvgPool2d((6, 6)) is the identity
         x = x.transpose(0, 3, 1, 2).reshape(x.shape[0], -1)
-        k1, k2 = jax.random.split(key)
+        k1, k2 = jax.random.split(key) if train else (None, None)  # inference: no masks
         x = relu(fc[0](p, dropout(x, 0.5, train, k1)))
         x = relu(fc[1](p, dropout(x, 0.5, train, k2)))
         return fc[2](p, x), {}
