@@ -1211,6 +1211,16 @@ static void test_maxpool_bands(Tally *t, DlrtRng *rng) {
     }
 }
 
+/* Max pooling's gradient with values drawn from {-inf, -1, 0, 1, NaN}:
+ * ties, windows of -inf, and one or several NaNs, whose last wins (torch's
+ * rule), against the scan written out here, with and without relu_grad,
+ * bit for bit.  Over 2x2 windows of stride 2 (the runs of row pairs), NaNs
+ * in every round; over 3x3 windows centred at stride 1 and 3x3 windows of
+ * stride 2 in ceil mode (kernels.inc's maxpool_backward_same3, which
+ * gathers each element's windows over a copy of x with NaN around it, and
+ * maxpool_backward_strided3, which finds each window's largest tap in a
+ * vectorized pass), NaNs in every other round (such planes take the
+ * scan). */
 static void test_maxpool_special_values(Tally *t, DlrtRng *rng) {
     static const struct {
         int n, c, h, w, k, s, pad, rounds;
