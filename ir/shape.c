@@ -444,12 +444,19 @@ bool dlc_infer_dropout_train(DlcInfer *inf) {
 }
 
 bool dlc_infer_add(DlcInfer *inf) {
-    if (!dlc_type_eq(&inf->in[0], &inf->in[1])) {
-        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
-        dlc_error(inf->ctx, inf->loc, "add: shapes differ: %s and %s",
-                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
-        return false;
-    }
+    /* the terms: every operand but relu_grad's mask, checked by dlc_infer */
+    int nterms = inf->nin - dlc_relu_grad_operand(inf->kind, inf->attrs);
+    for (int i = 1; i < nterms; i++)
+        if (!dlc_type_eq(&inf->in[0], &inf->in[i])) {
+            char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+            if (nterms == 2)
+                dlc_error(inf->ctx, inf->loc, "add: shapes differ: %s and %s",
+                          tstr(&inf->in[0], a), tstr(&inf->in[i], b));
+            else
+                dlc_error(inf->ctx, inf->loc, "add: shapes differ: operand 1 is %s, operand %d %s",
+                          tstr(&inf->in[0], a), i + 1, tstr(&inf->in[i], b));
+            return false;
+        }
     return dlc_infer_same(inf);
 }
 
@@ -616,16 +623,11 @@ bool dlc_infer(DlcInfer *inf) {
     inf->nparams = 0;
     /* relu_grad=true: the ReLU's result follows the op's own operands */
     bool relu_y = dlc_relu_grad_operand(inf->kind, inf->attrs);
-    int arity = op->arity + relu_y;
-    if (op->arity >= 0 ? inf->nin != arity : inf->nin < 2) {
-        if (op->arity >= 0)
-            dlc_error(inf->ctx, inf->loc, "%s: expects %d tensor operand%s%s, got %d", op->name,
-                      arity, arity == 1 ? "" : "s",
-                      relu_y ? " (the last the ReLU's result, for relu_grad=true)" : "", inf->nin);
-        else
-            dlc_error(inf->ctx, inf->loc,
-                      "%s: expects at least 2 tensor operands, got %d", op->name,
-                      inf->nin);
+    int arity = (op->arity >= 0 ? op->arity : 2) + relu_y; /* -1: at least 2 */
+    if (op->arity >= 0 ? inf->nin != arity : inf->nin < arity) {
+        dlc_error(inf->ctx, inf->loc, "%s: expects %s%d tensor operand%s%s, got %d", op->name,
+                  op->arity < 0 ? "at least " : "", arity, arity == 1 ? "" : "s",
+                  relu_y ? " (the last the ReLU's result, for relu_grad=true)" : "", inf->nin);
         return false;
     }
     if (!op->infer(inf))

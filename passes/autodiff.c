@@ -189,7 +189,7 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
                                &x->type, grad_name(ad, x), loc), loc);
         return;
     case DLC_OP_ADD:
-        for (int i = 0; i < 2; i++)
+        for (int i = 0; i < op->nin; i++)
             if (needs(ad, op->in[i]))
                 accumulate(ad, op->in[i], dy, loc);
         return;

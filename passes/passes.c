@@ -5,7 +5,7 @@
 
 static const DlcPass table[] = {
     {"cse", "merge ops that compute the same thing from the same operands", dlc_pass_cse},
-    {"fuse", "merge an op into the op computing its operand, when it is that value's only reader: relu into conv2d, dense, batchnorm or add (relu=true), sigmoid, tanh or leaky_relu (slope >= 0) into conv2d or dense (not when feeding the GPU), relu_grad into the gradient op computing its operand (relu_grad=true: maxpool_grad; lrn_grad, conv2d_grad_input, dense_grad_input, dropout_grad, slice (the mask from the concatenation), add or globalavgpool_grad, not when feeding the GPU), an inference batchnorm into the conv2d before it (batchnorm=true), a dense weight gradient into its SGD or Adam update (dense_sgd_update, dense_adam_update)", dlc_pass_fuse},
+    {"fuse", "merge an op into the op computing its operand, when it is that value's only reader: relu into conv2d, dense, batchnorm or add (relu=true), sigmoid, tanh or leaky_relu (slope >= 0) into conv2d or dense (not when feeding the GPU), relu_grad into the gradient op computing its operand (relu_grad=true: maxpool_grad; lrn_grad, conv2d_grad_input, dense_grad_input, dropout_grad, slice (the mask from the concatenation), add or globalavgpool_grad, not when feeding the GPU), an inference batchnorm into the conv2d before it (batchnorm=true), a dense weight gradient into its SGD or Adam update (dense_sgd_update, dense_adam_update), a chain of adds into one add of all its terms (up to 16)", dlc_pass_fuse},
     {"tile", "choose for each convolution im2col and BLAS or dlc's own loops, and their "
              "register block, and for each max pooling the output rows computed at a time "
              "(band), from a model of the target CPU (--target-cpu)", dlc_pass_tile},

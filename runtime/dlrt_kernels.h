@@ -63,6 +63,14 @@ void DLRT_K(dlrt_add_relu)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b
 void DLRT_K(dlrt_add_relu_grad)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b,
                                 const DLRT_REAL *relu_y, DLRT_REAL *dx);
 
+/* y = terms[0] + terms[1] + ... + terms[nterms - 1], added in that order
+ * (nterms >= 2: an add of several operands, a chain of adds merged by the
+ * fuse pass), then relu(y) with relu, or, with relu_y (may be NULL),
+ * relu_y > 0 ? y : 0; the same bits as the adds apart.  y may alias any
+ * term or relu_y. */
+void DLRT_K(dlrt_sum)(int64_t count, int nterms, const DLRT_REAL *const *terms, bool relu,
+                      const DLRT_REAL *relu_y, DLRT_REAL *y);
+
 void DLRT_K(dlrt_maxpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
                                   DLRT_REAL *y);
 /* dx from dy, finding each window's maximum (the first, on ties) in x again;

@@ -338,13 +338,24 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         put(o, "    dlrt_%s_backward(%s%lld, a0, a1, r0);\n", f, count, ne);
         return true;
     }
-    case DLC_OP_ADD:
-        if (dlc_op_relu_grad_mask(op) >= 0)
+    case DLC_OP_ADD: {
+        int mask = dlc_op_relu_grad_mask(op), nterms = mask >= 0 ? mask : op->nin;
+        if (nterms > 2) {
+            /* a merged chain of adds: one pass over the terms */
+            put(o, "    const %s *const terms[] = {", cpu->real);
+            for (int i = 0; i < nterms; i++)
+                put(o, "%sa%d", i ? ", " : "", i);
+            put(o, "};\n    dlrt_sum(%s%lld, %d, terms, %s, %s, r0);\n", count, ne, nterms,
+                dlc_op_fused_relu(op) ? "true" : "false", relu_y(cpu, op));
+            return true;
+        }
+        if (mask >= 0)
             put(o, "    dlrt_add_relu_grad(%s%lld, a0, a1, a2, r0);\n", count, ne);
         else
             put(o, "    dlrt_add%s(%s%lld, a0, a1, r0);\n", dlc_op_fused_relu(op) ? "_relu" : "",
                 count, ne);
         return true;
+    }
     case DLC_OP_LEAKY_RELU:
         put(o, "    dlrt_leaky_relu_forward(%s%lld, %s, a0, r0);\n", count, ne,
             cfloat(cpu, attr_f(op, "slope")));

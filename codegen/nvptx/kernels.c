@@ -170,7 +170,13 @@ static void elementwise(NvKernels *nk, const DlcOp *op, const char *tag) {
     case DLC_OP_LEAKY_RELU:
         v = kb_select(kb, kb_fgt(kb, a, zero), a, kb_fmul(kb, kb_float(kb, attr_f(op, "slope")), a));
         break;
-    case DLC_OP_ADD: v = relu_if(kb, dlc_op_fused_relu(op), kb_fadd(kb, a, a1)); break;
+    case DLC_OP_ADD:
+        /* the terms in their order, (a + b) + c, as the adds apart */
+        v = kb_fadd(kb, a, a1);
+        for (int t = 2; t < ns - 1; t++)
+            v = kb_fadd(kb, v, kb_load(kb, b.p[t], i));
+        v = relu_if(kb, dlc_op_fused_relu(op), v);
+        break;
     case DLC_OP_RELU_GRAD: v = kb_select(kb, kb_fgt(kb, a1, zero), a, zero); break;
     case DLC_OP_SIGMOID_GRAD: v = kb_fmul(kb, kb_fmul(kb, a, kb_fsub(kb, one, a1)), a1); break;
     case DLC_OP_TANH_GRAD: v = kb_fmul(kb, a, kb_fsub(kb, one, kb_fmul(kb, a1, a1))); break;
@@ -1348,6 +1354,12 @@ static void gemm(NvKernels *nk, const DlcOp *op, const char *tag) {
 /* ---- the dispatch ----------------------------------------------------------------- */
 
 bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
+    if (op->nin + op->nout > NV_MAX_PTRS) {
+        /* a kernel's pointer arguments: an add or concat of many operands */
+        dlc_error(nk->ctx, op->loc, "nvptx: %s with %d operands has no GPU kernel (at most %d)",
+                  dlc_op_info(op->kind)->name, op->nin, NV_MAX_PTRS - op->nout);
+        return false;
+    }
     if (op->kind != DLC_OP_MAXPOOL_GRAD && dlc_op_relu_grad_mask(op) >= 0) {
         /* the fuse pass merges relu_grad into maxpool_grad only for a GPU target */
         dlc_error(nk->ctx, op->loc, "nvptx: %s with a fused relu_grad has no GPU kernel yet",

@@ -1466,6 +1466,64 @@ static void test_relu_grad_fused(Tally *t, DlrtRng *rng) {
     free(a), free(b), free(relu_y), free(plain), free(fused), free(src), free(whole);
 }
 
+/* An add of several terms (the fuse pass's merge of a chain of adds): the
+ * bits of the chain of dlrt_add, then of relu_forward or relu_backward, in
+ * place over each term and over the mask, at counts on both sides of the
+ * kernel's blocks (1024) and the threads' split, with NaN, infinities and
+ * -0 among the terms. */
+static void test_sum(Tally *t, DlrtRng *rng) {
+    enum { MAXCOUNT = 5000, MAXTERMS = 5 };
+    float *terms[MAXTERMS], *relu_y = falloc(MAXCOUNT), *chain = falloc(MAXCOUNT);
+    float *y = falloc(MAXCOUNT), *plain = falloc(MAXCOUNT), *held = falloc(MAXCOUNT);
+    for (int k = 0; k < MAXTERMS; k++) {
+        terms[k] = falloc(MAXCOUNT);
+        fill_random(rng, terms[k], NULL, MAXCOUNT);
+    }
+    terms[1][5] = NAN, terms[2][6] = INFINITY, terms[3][6] = -INFINITY, terms[0][7] = -0.0f;
+    terms[1][7] = -0.0f, terms[2][7] = -0.0f, terms[3][7] = -0.0f, terms[4][7] = -0.0f;
+    fill_relu_result(rng, relu_y, MAXCOUNT);
+    static const int64_t counts[] = {1, 9, 1023, 1024, 1025, 3000, MAXCOUNT};
+    for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+        int64_t count = counts[ci];
+        for (int nterms = 2; nterms <= MAXTERMS; nterms++) {
+            const float *const *in = (const float *const *)terms;
+            dlrt_add(count, terms[0], terms[1], chain);
+            for (int k = 2; k < nterms; k++)
+                dlrt_add(count, chain, terms[k], chain);
+            dlrt_sum(count, nterms, in, false, NULL, y);
+            CHECK(t, memcmp(y, chain, sizeof *y * (size_t)count) == 0);
+            dlrt_sum(count, nterms, in, true, NULL, y);
+            dlrt_relu_forward(count, chain, plain);
+            CHECK(t, memcmp(y, plain, sizeof *y * (size_t)count) == 0);
+            dlrt_sum(count, nterms, in, false, relu_y, y);
+            memcpy(plain, chain, sizeof *plain * (size_t)count);
+            CHECK(t, same_as_relu_backward(y, plain, relu_y, count));
+            /* in place over each term: the term's values held aside */
+            for (int k = 0; k < nterms; k++) {
+                memcpy(held, terms[k], sizeof *held * (size_t)count);
+                dlrt_sum(count, nterms, in, false, NULL, terms[k]);
+                CHECK(t, memcmp(terms[k], chain, sizeof *y * (size_t)count) == 0);
+                memcpy(terms[k], held, sizeof *held * (size_t)count);
+            }
+            memcpy(held, relu_y, sizeof *held * (size_t)count);
+            dlrt_sum(count, nterms, in, false, relu_y, relu_y);
+            memcpy(plain, chain, sizeof *plain * (size_t)count);
+            CHECK(t, same_as_relu_backward(relu_y, plain, held, count));
+            memcpy(relu_y, held, sizeof *held * (size_t)count);
+        }
+    }
+    CHECK(t, isnan(chain[5]) && isnan(chain[6]) && signbit(chain[7]));
+
+    /* the f64 instance, against a chain of its adds */
+    double dt[3][3] = {{1e16, 1, -0.0}, {1, 1, -0.0}, {-1e16, 0.5, -0.0}}, dy[3];
+    const double *const din[] = {dt[0], dt[1], dt[2]};
+    dlrt_sum_f64(3, 3, din, false, NULL, dy);
+    CHECK(t, dy[0] == (1e16 + 1) - 1e16 && dy[1] == 2.5 && signbit(dy[2]));
+    for (int k = 0; k < MAXTERMS; k++)
+        free(terms[k]);
+    free(relu_y), free(chain), free(y), free(plain), free(held);
+}
+
 static void test_copy_rows(Tally *t) {
     /* concat of [2,2] and [2,3] into [2,5], then slice it back */
     float a[] = {1, 2, 3, 4}, b[] = {5, 6, 7, 8, 9, 10}, y[10], a2[4], b2[6];
@@ -1616,6 +1674,7 @@ static int run_unit_tests(void) {
     test_batchnorm_f64(&t, &rng);
     test_copy_rows(&t);
     test_relu_grad_fused(&t, &rng);
+    test_sum(&t, &rng);
     printf("%d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
 }
@@ -1861,6 +1920,23 @@ static void run_case(Case *c) {
         dlrt_add(count, ya, b, ya);
         float *yb = copy_of(c, "y_in_b", b, count);
         dlrt_add(count, a, yb, yb);
+    } else if (strcmp(op, "sum") == 0) {
+        int64_t count = iparam(c, "count");
+        const float *terms[4];
+        for (int k = 0; k < 4; k++) {
+            char name[8];
+            snprintf(name, sizeof name, "t%d", k);
+            terms[k] = input(c, name, count);
+        }
+        const float *relu_y = input(c, "relu_y", count);
+        if (c->error[0])
+            return;
+        dlrt_sum(count, 4, terms, false, NULL, output(c, "y", count));
+        dlrt_sum(count, 4, terms, true, NULL, output(c, "y_relu", count));
+        dlrt_sum(count, 4, terms, false, relu_y, output(c, "y_relu_grad", count));
+        float *y2 = copy_of(c, "y_in_t2", terms[2], count);
+        const float *over2[] = {terms[0], terms[1], y2, terms[3]};
+        dlrt_sum(count, 4, over2, false, NULL, y2);
     } else if (strcmp(op, "sgd") == 0 || strcmp(op, "adam") == 0) {
         int64_t count = iparam(c, "count"), steps = iparam(c, "steps");
         bool adam = op[0] == 'a';

@@ -255,6 +255,10 @@ def gen_misc(gen):
     for count in (1, 17, 1000):
         cases.append(fmt_case(f"add_{count}", "add", dict(count=count),
                               {"a": gen.normal(count), "b": gen.normal(count)}))
+    for count in (1, 1000, 2500):
+        arrays = {f"t{k}": gen.normal(count) for k in range(4)}
+        arrays["relu_y"] = gen.normal(count)
+        cases.append(fmt_case(f"sum4_{count}", "sum", dict(count=count), arrays))
     return cases
 
 
@@ -383,6 +387,13 @@ def ref_add(p, a):
     return {"y": y, "y_in_a": y, "y_in_b": y}
 
 
+def ref_sum(p, a):
+    # an add of four terms is the chain ((t0 + t1) + t2) + t3
+    y = ((a["t0"] + a["t1"]) + a["t2"]) + a["t3"]
+    return {"y": y, "y_relu": torch.relu(y),
+            "y_relu_grad": torch.where(a["relu_y"] > 0, y, torch.zeros_like(y)), "y_in_t2": y}
+
+
 # The hyperparameters as the kernels see them: float32 (the spec's %.9g
 # text is float32's value only after rounding).
 def ref_sgd(p, a):
@@ -413,7 +424,7 @@ def ref_adam(p, a):
 REFS = {"conv2d": ref_conv, "dense": ref_dense, "relu": ref_act("relu"),
         "sigmoid": ref_act("sigmoid"), "tanh": ref_act("tanh"), "maxpool": ref_pool("maxpool"),
         "avgpool": ref_pool("avgpool"), "globalavgpool": ref_globalavgpool,
-        "softmax": ref_softmax, "concat": ref_concat, "add": ref_add, "sgd": ref_sgd,
+        "softmax": ref_softmax, "concat": ref_concat, "add": ref_add, "sum": ref_sum, "sgd": ref_sgd,
         "adam": ref_adam}
 
 
