@@ -134,9 +134,10 @@ bool dlc_attr_is_tile_choice(const char *name) {
     return false;
 }
 
-/* maxpool_grad and lrn_grad read the ReLU's result as their x already */
+/* maxpool_grad and lrn_grad read the ReLU's result as their x already,
+ * and maxpool_train its only operand */
 static bool relu_grad_from_x(DlcOpKind k) {
-    return k == DLC_OP_MAXPOOL_GRAD || k == DLC_OP_LRN_GRAD;
+    return k == DLC_OP_MAXPOOL_GRAD || k == DLC_OP_LRN_GRAD || k == DLC_OP_MAXPOOL_TRAIN;
 }
 
 bool dlc_relu_grad_operand(DlcOpKind k, const DlcAttr *attrs) {
@@ -146,7 +147,9 @@ bool dlc_relu_grad_operand(DlcOpKind k, const DlcAttr *attrs) {
 int dlc_op_relu_grad_mask(const DlcOp *op) {
     if (!dlc_attr_true(op->kind, op->attrs, "relu_grad"))
         return -1;
-    return relu_grad_from_x(op->kind) ? 1 : op->nin - op->nparams - 1;
+    if (relu_grad_from_x(op->kind))
+        return op->kind == DLC_OP_MAXPOOL_TRAIN ? 0 : 1;
+    return op->nin - op->nparams - 1;
 }
 
 /* op's axis attribute, counted from the front for a type of rank rank */

@@ -9,6 +9,7 @@
 
 #include <math.h>
 
+#include <stdint.h>
 #include <string.h>
 
 static const char *const dtype_names[DLC_DTYPE_COUNT] = {"f32", "f64", "i32"};
@@ -790,6 +791,38 @@ bool dlc_infer_maxpool_grad(DlcInfer *inf) {
     if (!forward_gives(inf, DLC_OP_MAXPOOL, &inf->in[1], &inf->in[0]))
         return false;
     inf->out[inf->nout++] = inf->in[1];
+    return true;
+}
+
+/* (x) -> (maxpool's y, its argmax: i32 of y's shape) */
+bool dlc_infer_maxpool_train(DlcInfer *inf) {
+    if (!dlc_infer_pool(inf))
+        return false;
+    const DlcType *x = &inf->in[0];
+    if (x->dims[1] * x->dims[2] > INT32_MAX) { /* the argmax is an index in the plane */
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: the planes of %s have more elements than an i32 "
+                  "argmax can index", OPNAME, tstr(x, b));
+        return false;
+    }
+    const DlcType *y = &inf->out[0];
+    set_out(inf, DLC_I32, y->batched, y->rank, y->dims);
+    return true;
+}
+
+/* (dy, argmax) -> the declared x, which maxpool takes to dy's shape */
+bool dlc_infer_maxpool_grad_argmax(DlcInfer *inf) {
+    const DlcType *x = declared(inf, 0), *dy = &inf->in[0], *at = &inf->in[1];
+    if (!x || !forward_gives(inf, DLC_OP_MAXPOOL, x, dy))
+        return false;
+    if (at->dtype != DLC_I32 || at->batched != dy->batched || at->rank != dy->rank ||
+        memcmp(at->dims, dy->dims, sizeof *dy->dims * (size_t)dy->rank) != 0) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: the argmax %s is not an i32 tensor of the gradient's "
+                  "shape %s", OPNAME, tstr(at, a), tstr(dy, b));
+        return false;
+    }
+    inf->out[inf->nout++] = *x;
     return true;
 }
 

@@ -24,9 +24,13 @@
  * uses batchnorm_train (batch statistics, returned for the backward pass,
  * and the running statistics updated) and dropout_train (a random mask,
  * returned), whose extra results are named after the op's value:
- * %bn.mean, %bn.invstd, %drop.mask. */
+ * %bn.mean, %bn.invstd, %drop.mask.  A maxpool that alone reads its input
+ * becomes maxpool_train, which also returns its windows' maxima's indices,
+ * %pool.argmax, for maxpool_grad_argmax (not when the GPU code generator
+ * reads the result: it has no kernel for them). */
 #include "passes.h"
 
+#include <stdint.h>
 #include <string.h>
 
 typedef struct Autodiff {
@@ -35,6 +39,7 @@ typedef struct Autodiff {
     DlcNetwork *net;   /* NAME.train, being built */
     DlcMap grads;      /* value name -> its gradient (DlcValue *) so far */
     DlcMap needs;      /* value name -> (void*)1 when it depends on a trainable param */
+    bool gpu;          /* the GPU code generator reads the result: no maxpool_train */
     bool ok;
 } Autodiff;
 
@@ -198,6 +203,11 @@ static void vjp(Autodiff *ad, const DlcOp *op, DlcValue *dy) {
         accumulate(ad, x, emit(ad, DLC_OP_MAXPOOL_GRAD, (DlcValue *[]){dy, x}, 2, 0, attrs,
                                &x->type, grad_name(ad, x), loc), loc);
         return;
+    case DLC_OP_MAXPOOL_TRAIN:
+        attrs_like(DLC_OP_MAXPOOL_GRAD_ARGMAX, op, attrs);
+        accumulate(ad, x, emit(ad, DLC_OP_MAXPOOL_GRAD_ARGMAX, (DlcValue *[]){dy, op->out[1]}, 2,
+                               0, attrs, &x->type, grad_name(ad, x), loc), loc);
+        return;
     case DLC_OP_AVGPOOL:
     case DLC_OP_GLOBALAVGPOOL: {
         DlcOpKind k = op->kind == DLC_OP_AVGPOOL ? DLC_OP_AVGPOOL_GRAD : DLC_OP_GLOBALAVGPOOL_GRAD;
@@ -269,12 +279,39 @@ static void vjp_loss(Autodiff *ad, const DlcOp *loss) {
                               grad_name(ad, pred), loss->loc), loss->loc);
 }
 
+/* Whether op is the only reader of its first operand in net (and that is
+ * not an output). */
+static bool sole_reader(const DlcNetwork *net, const DlcOp *op) {
+    const DlcValue *x = op->in[0];
+    for (int i = 0; i < net->noutputs; i++)
+        if (net->outputs[i] == x)
+            return false;
+    for (int i = 0; i < net->nops; i++)
+        if (net->ops[i] != op && dlc_op_reads(net->ops[i], x))
+            return false;
+    return true;
+}
+
 /* The kind a forward op takes in the training network: batchnorm_train and
- * dropout_train for batchnorm and dropout, whose extra results it names
- * and types in names[1...] and types[1...]; the op's own kind otherwise. */
-static DlcOpKind training_form(Autodiff *ad, const DlcOp *op, const char **names,
-                               DlcType *types) {
+ * dropout_train for batchnorm and dropout, and for the CPU maxpool_train for
+ * a maxpool that is the only reader of its input (need: which needs a
+ * gradient), whose extra results it names and types in names[1...] and
+ * types[1...]; the op's own kind otherwise.  With the argmax, the input
+ * dies at the pooling instead of living to the backward pass; an input
+ * that other ops read may be kept for them anyway, and maxpool_grad's own
+ * scan of it is as fast (libdlrt's centred 3x3 windows). */
+static DlcOpKind training_form(Autodiff *ad, const DlcNetwork *src, const DlcOp *op, bool need,
+                               const char **names, DlcType *types) {
     const DlcValue *y = op->out[0];
+    const int64_t *plane = op->nin ? op->in[0]->type.dims + 1 : NULL;
+    if (op->kind == DLC_OP_MAXPOOL && need && !ad->gpu && sole_reader(src, op) &&
+        plane[0] * plane[1] <= INT32_MAX) { /* the argmax indexes a plane */
+        names[1] = dlc_network_unique_name(ad->m, ad->net,
+                                           dlc_arena_printf(&ad->m->arena, "%s.argmax", y->name));
+        types[1] = y->type;
+        types[1].dtype = DLC_I32;
+        return DLC_OP_MAXPOOL_TRAIN;
+    }
     if (op->kind == DLC_OP_BATCHNORM) {
         DlcType stat = {.dtype = y->type.dtype, .rank = 1, .dims = {y->type.dims[0]}};
         const char *roles[2] = {"mean", "invstd"};
@@ -319,10 +356,18 @@ static void copy_forward(Autodiff *ad, const DlcNetwork *src) {
             names[r] = op->out[r]->name;
             types[r] = op->out[r]->type;
         }
-        DlcOpKind kind = training_form(ad, op, names, types);
-        int nout = kind == DLC_OP_BATCHNORM_TRAIN ? 3 : kind == DLC_OP_DROPOUT_TRAIN ? 2 : op->nout;
+        DlcOpKind kind = training_form(ad, src, op, need, names, types);
+        int nout = kind == DLC_OP_BATCHNORM_TRAIN                                ? 3
+                   : kind == DLC_OP_DROPOUT_TRAIN || kind == DLC_OP_MAXPOOL_TRAIN ? 2
+                                                                                 : op->nout;
+        DlcAttr attrs[DLC_MAX_ATTRS];
+        memcpy(attrs, op->attrs, sizeof attrs);
+        if (kind != op->kind) { /* the training form's schema: by name, then its defaults */
+            attrs_like(kind, op, attrs);
+            dlc_op_fill_defaults(kind, attrs);
+        }
         DlcOp *copy = dlc_network_add_op(ad->m, ad->net, kind, in, op->nin, op->nparams,
-                                         op->attrs, types, names, nout, op->loc);
+                                         attrs, types, names, nout, op->loc);
         for (int r = 0; need && r < copy->nout; r++)
             dlc_map_put(&ad->needs, copy->out[r]->name, (void *)1);
     }
@@ -392,8 +437,7 @@ static void differentiate(Autodiff *ad, const DlcNetwork *src, const DlcTrain *t
 }
 
 bool dlc_pass_autodiff(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
-    (void)opt;
-    Autodiff ad = {.ctx = ctx, .m = m, .ok = true};
+    Autodiff ad = {.ctx = ctx, .m = m, .gpu = opt && opt->gpu, .ok = true};
     int n = m->nnetworks;
     for (int i = 0; i < n; i++) {
         DlcNetwork *net = m->networks[i];

@@ -25,7 +25,11 @@
  *   the backward pass of relu -> maxpool: the ReLU's gradient masks where y
  *   is not positive, and y is the very tensor maxpool_grad reads, so the
  *   mask costs one comparison at each window's maximum, the only place a
- *   gradient lands, instead of a pass over the whole gradient.
+ *   gradient lands, instead of a pass over the whole gradient.  With the
+ *   argmax (autodiff's maxpool_train for the CPU), the comparison moves to
+ *   the forward pass: maxpool_train(y) {relu_grad=true} writes -1 for a
+ *   window whose maximum is not positive, maxpool_grad_argmax skips it, and
+ *   y has no reader left after the pooling.
  *
  *   %g = conv2d_grad_input(%dy, @w) {...}    %d = conv2d_grad_input(%dy, %y, @w) {..., relu_grad=true}
  *   %d = relu_grad(%g, %y)             =>
@@ -186,11 +190,23 @@ static DlcValue *concat_sliced_to(DlcOp *const *ops, int nops, const DlcOp *slic
  * result need not be kept for the backward pass: the concatenation is kept
  * anyway for the gradients of the ops that read it. */
 static bool fuse_relu_grad(DlcModule *m, DlcOp *const *before, int nbefore, DlcOp *op,
-                           DlcOp *def, bool gpu) {
-    if (op->kind != DLC_OP_RELU_GRAD || dlc_op_attr_index(def->kind, "relu_grad") < 0 ||
-        dlc_attr_true(def->kind, def->attrs, "relu_grad"))
+                           DlcOp *def, bool gpu, const DlcMap *uses) {
+    if (op->kind != DLC_OP_RELU_GRAD)
         return false;
     DlcValue *y = op->in[1];
+    if (def->kind == DLC_OP_MAXPOOL_GRAD_ARGMAX) {
+        /* the argmax's pooling writes -1 where the maximum is not positive */
+        DlcValue *argmax = def->in[1];
+        DlcOp *pool = argmax->kind == DLC_VAL_OP ? argmax->def : NULL;
+        if (!pool || pool->kind != DLC_OP_MAXPOOL_TRAIN || pool->in[0] != y ||
+            (intptr_t)dlc_map_get(uses, argmax->name) != 1 || dlc_op_relu_grad_mask(pool) >= 0)
+            return false;
+        set_attr(pool, "relu_grad");
+        return true;
+    }
+    if (dlc_op_attr_index(def->kind, "relu_grad") < 0 ||
+        dlc_attr_true(def->kind, def->attrs, "relu_grad"))
+        return false;
     if (def->kind == DLC_OP_MAXPOOL_GRAD || def->kind == DLC_OP_LRN_GRAD) {
         if (def->in[1] != y || (gpu && def->kind == DLC_OP_LRN_GRAD))
             return false;
@@ -304,7 +320,8 @@ static void fuse_network(DlcModule *m, DlcNetwork *net, bool gpu) {
             continue;
         }
         if (!def || !(fuse_activation(op, def, gpu) ||
-                      fuse_relu_grad(m, net->ops, n, op, def, gpu) || fold_batchnorm(m, op, def))) {
+                      fuse_relu_grad(m, net->ops, n, op, def, gpu, &uses) ||
+                      fold_batchnorm(m, op, def))) {
             net->ops[n++] = op;
             continue;
         }

@@ -13,7 +13,9 @@ static const DlcPass table[] = {
                   "instead of keeping them, until each network fits the budget", dlc_pass_recompute},
     {"dce", "remove ops whose results are never used, and their parameters", dlc_pass_dce},
     {"autodiff", "build NAME.train for each network with a train section: forward, loss, "
-                 "and the gradient of every trainable parameter", dlc_pass_autodiff},
+                 "and the gradient of every trainable parameter (for the CPU, a maxpool that "
+                 "alone reads its input also returns its argmax: maxpool_train)",
+     dlc_pass_autodiff},
     {"optimizer", "turn each param_grad of NAME.train into the weight update of the train "
                   "section's optimizer (sgd or adam), with the learning rate as input %lr, "
                   "right after the last op that needs the gradient or the weight",

@@ -328,7 +328,9 @@ typedef struct DlrtPool {
     bool count_include_pad; /* average pooling: divide by the whole window */
     bool relu_grad;         /* max pooling backward: also the gradient of the ReLU
                                whose result x is (maxpool_grad {relu_grad=true}):
-                               nothing reaches an x that is not positive */
+                               nothing reaches an x that is not positive; forward
+                               with argmax (maxpool_train {relu_grad=true}): -1 for
+                               such a maximum, which the backward then skips */
     int64_t band;           /* max pooling forward: output rows of a plane computed
                                at a time (maxpool {band=N}, the tile pass's choice
                                from the CPU's caches): N >= oh takes whole planes

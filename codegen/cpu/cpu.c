@@ -155,6 +155,9 @@ static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
         return ident(cpu, v->name);
     case DLC_VAL_OP: {
         int64_t off = dlc_plan_offset(plan, v);
+        if (v->type.dtype == DLC_I32 && v->type.batched) /* maxpool_train's argmax */
+            return dlc_arena_printf(&cpu->arena, "(int32_t *)(net->act + %lld * net->max_batch)",
+                                    (long long)off);
         if (v->type.batched)
             return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch)",
                                     (long long)off);
@@ -247,7 +250,8 @@ static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y
         (long long)y->dims[1], (long long)y->dims[2], (long long)k[0], (long long)k[1],
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         cip >= 0 && op->attrs[cip].b ? "true" : "false",
-        op->kind == DLC_OP_MAXPOOL_GRAD && attr_b(op, "relu_grad") ? ", .relu_grad = true" : "");
+        dlc_op_attr_index(op->kind, "relu_grad") >= 0 && attr_b(op, "relu_grad")
+            ? ", .relu_grad = true" : "");
     if (band)
         put(o, ", .band = %lld", (long long)band);
     put(o, "};\n");
@@ -386,6 +390,16 @@ static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
         put_pool(o, op, &op->in[1]->type, &x->type);
         put(o, "    dlrt_maxpool_backward(&pool, n, a0, a1, r0);\n");
         return true;
+    case DLC_OP_MAXPOOL_TRAIN:
+        put_pool(o, op, &x->type, &y->type);
+        put(o, "    dlrt_maxpool_forward_argmax(&pool, n, a0, r0, r1);\n");
+        return true;
+    case DLC_OP_MAXPOOL_GRAD_ARGMAX: {
+        const int64_t *dx = y->type.dims, *dy = x->type.dims;
+        put(o, "    dlrt_maxpool_backward_argmax(n * %lld, %lld, %lld, a0, a1, r0);\n",
+            (long long)dx[0], (long long)(dx[1] * dx[2]), (long long)(dy[1] * dy[2]));
+        return true;
+    }
     case DLC_OP_AVGPOOL_GRAD:
         put_pool(o, op, &y->type, &x->type);
         put(o, "    dlrt_avgpool_backward(&pool, n, a0, r0);\n");

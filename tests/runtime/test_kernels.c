@@ -1229,10 +1229,13 @@ static void test_maxpool_special_values(Tally *t, DlrtRng *rng) {
         {3, 4, 6, 10, 2, 2, 0, 40, false, true},
         {2, 3, 9, 11, 3, 1, 1, 20, true, false},
         {2, 3, 9, 11, 3, 2, 0, 20, true, false},
+        {2, 3, 8, 8, 2, 2, 0, 20, false, false},
+        {2, 3, 9, 11, 3, 2, 1, 20, true, false},
     };
     enum { MOST = 720 }; /* the largest n c h w above */
     static const float values[] = {-INFINITY, -1, 0, 1, NAN};
-    float x[MOST], dy[MOST], dx[MOST], want[MOST];
+    float x[MOST], dy[MOST], dx[MOST], want[MOST], y[MOST], plain[MOST];
+    int32_t at[MOST];
     for (size_t g = 0; g < sizeof cases / sizeof *cases; g++)
         for (int round = 0; round < cases[g].rounds; round++) {
             int n = cases[g].n, c = cases[g].c, h = cases[g].h, w = cases[g].w;
@@ -1242,7 +1245,7 @@ static void test_maxpool_special_values(Tally *t, DlrtRng *rng) {
             for (int i = 0; i < n * c * h * w; i++)
                 x[i] = values[dlrt_rng_next(rng) % (cases[g].nan_always || round % 2 ? 5 : 4)];
             for (int i = 0; i < n * c * p.oh * p.ow; i++)
-                dy[i] = (float)(i + 1) * (i % 7 == 0 ? -1.0f : 1.0f);
+                dy[i] = (float)(i + 1) * (i % 7 == 0 ? -0.37f : 0.61f); /* sums that round */
             memset(want, 0, sizeof want);
             for (int pl = 0; pl < n * c; pl++)
                 for (int oy = 0; oy < p.oh; oy++)
@@ -1265,6 +1268,16 @@ static void test_maxpool_special_values(Tally *t, DlrtRng *rng) {
                     }
             dlrt_maxpool_backward(&p, n, dy, x, dx);
             CHECK(t, memcmp(dx, want, sizeof(float) * (size_t)(n * c * h * w)) == 0);
+            /* the argmax of maxpool_train (with the ReLU's gradient in it)
+               gives the same bits, and its maxima are maxpool's */
+            dlrt_maxpool_forward_argmax(&p, n, x, y, at);
+            dlrt_maxpool_backward_argmax(n * c, h * w, p.oh * p.ow, dy, at, dx);
+            CHECK(t, memcmp(dx, want, sizeof(float) * (size_t)(n * c * h * w)) == 0);
+            dlrt_maxpool_forward(&p, n, x, plain);
+            bool same = true;
+            for (int j = 0; j < n * c * p.oh * p.ow; j++)
+                same &= y[j] == plain[j] || (isnan(y[j]) && isnan(plain[j]));
+            CHECK(t, same);
         }
 }
 
