@@ -232,6 +232,11 @@ bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name);
  * inherit: a forward convolution's filter lanes are no tile of its input
  * gradient's. */
 bool dlc_attr_is_tile_choice(const char *name);
+/* The attributes of an op of kind `from` (from_attrs) that kind also has,
+ * by name, into out (indexed by kind's schema; the rest zero, for
+ * dlc_op_fill_defaults), but for the tile pass's choices: a gradient op's
+ * from its forward op, a training form's, a fused op's. */
+void dlc_attrs_like(DlcOpKind kind, DlcOpKind from, const DlcAttr *from_attrs, DlcAttr *out);
 /* Whether an op of kind k with these attributes reads the result of a ReLU
  * whose gradient it applies (relu_grad=true) as one more tensor operand,
  * after its own: every such op but maxpool_grad, whose x is that result. */
@@ -396,6 +401,9 @@ DlcOpKind dlc_op_fused_activation(const DlcOp *op);
 /* The operand index of the ReLU result y whose gradient op passes its
  * result through (relu_grad=true: relu_grad(op(...), y)), or -1. */
 int dlc_op_relu_grad_mask(const DlcOp *op);
+/* Whether the planes of x ([C,H,W]) are small enough for maxpool_train's
+ * i32 argmax, an index in the plane. */
+bool dlc_argmax_indexes_planes(const DlcType *x);
 /* The operand of concat that slice takes back out of concat's result
  * exactly: concat's result has the type of slice's operand, and the
  * operand lies at slice's begin along slice's axis with slice's result

@@ -7,6 +7,7 @@
 #include "ir.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 static DlcOpInfo op_table[DLC_OP_COUNT] = {
@@ -132,6 +133,20 @@ bool dlc_attr_is_tile_choice(const char *name) {
         if (strcmp(name, names[i]) == 0)
             return true;
     return false;
+}
+
+void dlc_attrs_like(DlcOpKind kind, DlcOpKind from, const DlcAttr *from_attrs, DlcAttr *out) {
+    memset(out, 0, sizeof(DlcAttr) * DLC_MAX_ATTRS);
+    const DlcOpInfo *info = dlc_op_info(kind);
+    for (int i = 0; i < info->nattrs; i++) {
+        int j = dlc_op_attr_index(from, info->attrs[i].name);
+        if (j >= 0 && !dlc_attr_is_tile_choice(info->attrs[i].name))
+            out[i] = from_attrs[j];
+    }
+}
+
+bool dlc_argmax_indexes_planes(const DlcType *x) {
+    return x->dims[1] * x->dims[2] <= INT32_MAX;
 }
 
 /* maxpool_grad and lrn_grad read the ReLU's result as their x already,

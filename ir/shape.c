@@ -9,7 +9,6 @@
 
 #include <math.h>
 
-#include <stdint.h>
 #include <string.h>
 
 static const char *const dtype_names[DLC_DTYPE_COUNT] = {"f32", "f64", "i32"};
@@ -665,14 +664,9 @@ static const DlcType *declared(DlcInfer *inf, int i) {
 static bool forward_gives(DlcInfer *inf, DlcOpKind kind, const DlcType *x,
                           const DlcType *want) {
     DlcAttr attrs[DLC_MAX_ATTRS];
-    memset(attrs, 0, sizeof attrs);
     const DlcOpInfo *fwd = dlc_op_info(kind), *self = dlc_op_info(inf->kind);
-    for (int i = 0; i < fwd->nattrs; i++) {
-        int j = dlc_op_attr_index(inf->kind, fwd->attrs[i].name);
-        /* the tile is the gradient's own (check_tile), not the forward's */
-        if (j >= 0 && !dlc_attr_is_tile_choice(fwd->attrs[i].name))
-            attrs[i] = inf->attrs[j];
-    }
+    /* the tile is the gradient's own (check_tile), not the forward's */
+    dlc_attrs_like(kind, inf->kind, inf->attrs, attrs);
     if (kind == DLC_OP_CONV2D)
         attrs[dlc_op_attr_index(kind, "bias")] = (DlcAttr){.type = DLC_ATTR_BOOL, .set = true};
     dlc_op_fill_defaults(kind, attrs);
@@ -799,7 +793,7 @@ bool dlc_infer_maxpool_train(DlcInfer *inf) {
     if (!dlc_infer_pool(inf))
         return false;
     const DlcType *x = &inf->in[0];
-    if (x->dims[1] * x->dims[2] > INT32_MAX) { /* the argmax is an index in the plane */
+    if (!dlc_argmax_indexes_planes(x)) {
         char b[DLC_TYPE_STR_MAX];
         dlc_error(inf->ctx, inf->loc, "%s: the planes of %s have more elements than an i32 "
                   "argmax can index", OPNAME, tstr(x, b));

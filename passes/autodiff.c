@@ -30,7 +30,6 @@
  * reads the result: it has no kernel for them). */
 #include "passes.h"
 
-#include <stdint.h>
 #include <string.h>
 
 typedef struct Autodiff {
@@ -66,17 +65,11 @@ static DlcValue *emit(Autodiff *ad, DlcOpKind kind, DlcValue **in, int nin, int 
     return op && type ? op->out[0] : NULL;
 }
 
-/* The attributes of `from` that `kind` also has, by name, but for the tile
- * pass's choices: a tile written in IR text for a forward convolution is
- * not one for its gradients (the tile pass chooses theirs). */
+/* The attributes of `from` that `kind` also has (dlc_attrs_like): a tile
+ * written in IR text for a forward convolution is not one for its
+ * gradients (the tile pass chooses theirs). */
 static void attrs_like(DlcOpKind kind, const DlcOp *from, DlcAttr *out) {
-    memset(out, 0, sizeof(DlcAttr) * DLC_MAX_ATTRS);
-    const DlcOpInfo *info = dlc_op_info(kind);
-    for (int i = 0; i < info->nattrs; i++) {
-        int j = dlc_op_attr_index(from->kind, info->attrs[i].name);
-        if (j >= 0 && !dlc_attr_is_tile_choice(info->attrs[i].name))
-            out[i] = from->attrs[j];
-    }
+    dlc_attrs_like(kind, from->kind, from->attrs, out);
 }
 
 static const char *grad_name(Autodiff *ad, const DlcValue *v) {
@@ -303,9 +296,8 @@ static bool sole_reader(const DlcNetwork *net, const DlcOp *op) {
 static DlcOpKind training_form(Autodiff *ad, const DlcNetwork *src, const DlcOp *op, bool need,
                                const char **names, DlcType *types) {
     const DlcValue *y = op->out[0];
-    const int64_t *plane = op->nin ? op->in[0]->type.dims + 1 : NULL;
     if (op->kind == DLC_OP_MAXPOOL && need && !ad->gpu && sole_reader(src, op) &&
-        plane[0] * plane[1] <= INT32_MAX) { /* the argmax indexes a plane */
+        dlc_argmax_indexes_planes(&op->in[0]->type)) {
         names[1] = dlc_network_unique_name(ad->m, ad->net,
                                            dlc_arena_printf(&ad->m->arena, "%s.argmax", y->name));
         types[1] = y->type;

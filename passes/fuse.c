@@ -287,10 +287,8 @@ static bool fuse_weight_update(DlcModule *m, DlcOp *op, const DlcOp *def) {
     in[1] = def->in[1];
     memcpy(in + 2, op->in + 1, sizeof *in * (size_t)(op->nin - 1));
     DlcOpKind kind = sgd ? DLC_OP_DENSE_SGD_UPDATE : DLC_OP_DENSE_ADAM_UPDATE;
-    DlcAttr attrs[DLC_MAX_ATTRS] = {0};
-    const DlcOpInfo *info = dlc_op_info(kind); /* the attributes are the update's */
-    for (int k = 0; k < info->nattrs; k++)
-        attrs[k] = op->attrs[dlc_op_attr_index(op->kind, info->attrs[k].name)];
+    DlcAttr attrs[DLC_MAX_ATTRS]; /* the attributes are the update's */
+    dlc_attrs_like(kind, op->kind, op->attrs, attrs);
     dlc_op_fill_defaults(kind, attrs);
     op->kind = kind;
     op->in = in;

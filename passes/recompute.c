@@ -291,13 +291,8 @@ static bool has_reader(const DlcNetwork *net, const DlcValue *v) {
 /* op's attributes by name for kind (which op then takes), the rest kind's
  * defaults. */
 static void become(DlcOp *op, DlcOpKind kind) {
-    DlcAttr attrs[DLC_MAX_ATTRS] = {0};
-    const DlcOpInfo *info = dlc_op_info(kind);
-    for (int k = 0; k < info->nattrs; k++) {
-        int j = dlc_op_attr_index(op->kind, info->attrs[k].name);
-        if (j >= 0)
-            attrs[k] = op->attrs[j];
-    }
+    DlcAttr attrs[DLC_MAX_ATTRS];
+    dlc_attrs_like(kind, op->kind, op->attrs, attrs);
     dlc_op_fill_defaults(kind, attrs);
     memcpy(op->attrs, attrs, sizeof attrs);
     op->kind = kind;
