@@ -631,57 +631,14 @@ static char *split_part(const char *text, size_t size, int k, int *nparts, size_
     return part;
 }
 
-/* Writes to something that is not a regular file (/dev/null, a pipe)
- * directly: renaming a file over it would replace it. */
-static bool write_in_place(const char *path, const char *buf, size_t len) {
-    FILE *f = fopen(path, "wb");
-    bool ok = f && fwrite(buf, 1, len, f) == len;
-    if (f)
-        ok &= fclose(f) == 0;
-    if (!ok)
-        fprintf(stderr, "dlc: error: cannot write '%s': %s\n", path, strerror(errno));
-    return ok;
-}
-
-/* Writes the output buffer to path through a temporary file in the same
- * directory, renamed into place, so that a reader never sees half a file;
- * to standard output without a path or for "-" (as --emit=ptx -o -). */
-static bool write_output(const char *path, const char *buf, size_t len) {
+/* Writes the output buffer to path (dlc_write_file: atomically); to
+ * standard output without a path or for "-" (as --emit=ptx -o -). */
+static bool write_output(DlcCtx *ctx, const char *path, const char *buf, size_t len) {
     if (!path || strcmp(path, "-") == 0) {
         fwrite(buf, 1, len, stdout);
         return fflush(stdout) == 0;
     }
-    struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-        return write_in_place(path, buf, len);
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 16);
-    if (!tmp)
-        return false;
-    snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp);
-    if (fd >= 0) {
-        /* mkstemp makes the file private; give it the permissions a plain
-           fopen would have */
-        mode_t mask = umask(0);
-        umask(mask);
-        fchmod(fd, 0666 & ~mask);
-    }
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    bool ok = f && fwrite(buf, 1, len, f) == len;
-    if (f)
-        ok &= fclose(f) == 0;
-    else if (fd >= 0)
-        close(fd);
-    if (ok)
-        ok = rename(tmp, path) == 0;
-    int saved = errno;
-    if (!ok && fd >= 0)
-        unlink(tmp);
-    if (!ok)
-        fprintf(stderr, "dlc: error: cannot write '%s': %s\n", path, strerror(saved));
-    free(tmp);
-    return ok;
+    return dlc_write_file(ctx, path, buf, len);
 }
 
 int main(int argc, char **argv) {
@@ -733,7 +690,7 @@ int main(int argc, char **argv) {
         if (o.output)
             fprintf(stderr, "dlc: %s not written because of errors\n", o.output);
     } else if (o.emit != EMIT_C && o.emit != EMIT_EXE && o.emit != EMIT_PTX) { /* those write their own files */
-        ok = write_output(o.output, buf, len);
+        ok = write_output(&ctx, o.output, buf, len);
     }
     free(buf);
     dlc_ctx_free(&ctx);

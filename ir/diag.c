@@ -4,9 +4,13 @@
  * and a caret (with tildes under the rest of the range), as chibicc and jq
  * print theirs.  Reporting never stops compilation: every stage keeps going
  * after an error so one run shows several; the driver checks ctx->nerrors
- * between stages.  Internal errors are not diagnostics (see dlc_die_). */
+ * between stages.  Internal errors are not diagnostics (see dlc_die_).
+ *
+ * dlc_write_file, the one writer of output files, is here because its
+ * failures are diagnostics too. */
 #include "ir.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -157,3 +161,51 @@ void dlc_vdiag(DlcCtx *ctx, DlcSeverity sev, DlcLoc loc, const char *fmt,
 DEFINE_DIAG(dlc_error, DLC_SEV_ERROR)
 DEFINE_DIAG(dlc_warning, DLC_SEV_WARNING)
 DEFINE_DIAG(dlc_note, DLC_SEV_NOTE)
+
+/* A path that is not a regular file (/dev/null, a pipe) is written in
+ * place: renaming a file over it would replace it. */
+static bool write_in_place(const char *path, const char *buf, size_t len) {
+    FILE *f = fopen(path, "wb");
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    if (f)
+        ok &= fclose(f) == 0;
+    return ok;
+}
+
+bool dlc_write_file(DlcCtx *ctx, const char *path, const char *buf, size_t len) {
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+        if (write_in_place(path, buf, len))
+            return true;
+        dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", path, strerror(errno));
+        return false;
+    }
+    size_t n = strlen(path);
+    char *tmp = malloc(n + 16);
+    if (!tmp)
+        dlc_unreachable("out of memory");
+    snprintf(tmp, n + 16, "%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
+    if (fd >= 0) {
+        /* mkstemp makes the file private; give it the permissions a plain
+           fopen would have */
+        mode_t mask = umask(0);
+        umask(mask);
+        fchmod(fd, 0666 & ~mask);
+    }
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    bool ok = f && fwrite(buf, 1, len, f) == len;
+    if (f)
+        ok &= fclose(f) == 0;
+    else if (fd >= 0)
+        close(fd);
+    if (ok)
+        ok = rename(tmp, path) == 0;
+    int saved = errno;
+    if (!ok && fd >= 0)
+        unlink(tmp);
+    if (!ok)
+        dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", path, strerror(saved));
+    free(tmp);
+    return ok;
+}

@@ -152,6 +152,14 @@ void dlc_note(DlcCtx *ctx, DlcLoc loc, const char *fmt, ...)
 void dlc_vdiag(DlcCtx *ctx, DlcSeverity sev, DlcLoc loc, const char *fmt,
                va_list ap);
 
+/* Writes len bytes of buf to the file path through a temporary file in the
+ * same folder renamed into place, so that a reader never sees half a file
+ * and a failed write leaves an existing file as it was (a path that is not
+ * a regular file, /dev/null or a pipe, is written directly).  Every output
+ * file of dlc goes through it.  Reports "cannot write" through ctx and
+ * returns false on failure. */
+bool dlc_write_file(DlcCtx *ctx, const char *path, const char *buf, size_t len);
+
 /* ------------------------------------------------------------------------ */
 /* ops.c — the op table                                                     */
 /* ------------------------------------------------------------------------ */
@@ -159,7 +167,7 @@ void dlc_vdiag(DlcCtx *ctx, DlcSeverity sev, DlcLoc loc, const char *fmt,
 /* The ops, generated from ops.def.  The table is ordered so that each
  * category is a range (see the dlc_op_is_* helpers). */
 typedef enum DlcOpKind {
-#define OP(id, name, arity, flags, attrs, infer) DLC_OP_##id,
+#define OP(id, name, arity, flags, attrs, infer, grad, cpu, ptx) DLC_OP_##id,
 #include "ops.def"
 #undef OP
     DLC_OP_COUNT
@@ -349,7 +357,7 @@ struct DlcInfer {
 };
 
 /* The shape rules named in ops.def. */
-#define OP(id, name, arity, flags, schema, infer) bool infer(DlcInfer *inf);
+#define OP(id, name, arity, flags, schema, infer, grad, cpu, ptx) bool infer(DlcInfer *inf);
 #include "ops.def"
 #undef OP
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 static DlcOpInfo op_table[DLC_OP_COUNT] = {
-#define OP(id, name_, arity_, flags_, schema_, infer_)                        \
+#define OP(id, name_, arity_, flags_, schema_, infer_, grad, cpu, ptx)         \
     [DLC_OP_##id] = {.name = name_, .arity = arity_, .flags = flags_,         \
                      .schema = schema_, .infer = infer_},
 #include "ops.def"

@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #include "../codegen.h"
-#include "../../passes/passes.h"
+#include "../../passes/plan_memory.h"
 #include "out.h"
 
 /* ---- output with line counting, for #line -------------------------------- */

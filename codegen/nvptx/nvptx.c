@@ -34,7 +34,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "../codegen.h"
-#include "../../passes/passes.h"
+#include "../../passes/plan_memory.h"
 #include "nvptx.h"
 
 /* The PTX version each architecture needs at least (LLVM 16 defaults to
