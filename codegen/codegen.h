@@ -25,35 +25,38 @@ typedef struct DlcEmitOptions {
 } DlcEmitOptions;
 
 typedef struct DlcTarget {
-    const char *name;    /* as in --emit= */
-    const char *summary; /* for --help */
+    const char *name;      /* the device, as in --target= ("cpu", "cuda") */
+    const char *emit_kind; /* the --emit= kind of its code alone ("c", "ptx") */
+    const char *summary;   /* for --help */
     /* The passes the module must have been through, NULL-terminated, beyond
-       the default pipeline (cpu: autodiff and optimizer, for training). */
+       the default pipeline (autodiff and optimizer, for training). */
     const char *const *passes;
-    /* Writes the target's files for m into the folder dir (which exists).
-       Reports errors through ctx and returns false after any. */
+    /* Writes the target's files for m into the folder dir (which exists):
+       what --emit=c writes and a program is built from.  Reports errors
+       through ctx and returns false after any. */
     bool (*emit)(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *dir);
+    /* --emit=KIND -o FILE: the target's code as one file for inspection
+       ("-": standard output); NULL for a target whose code is a folder. */
+    bool (*emit_file)(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
+                      const char *path);
+    /* Whether net of m can be a program (--emit=exe): the table dlrt_main
+       drives; NULL for a target that is not the program's host. */
+    bool (*is_program)(const DlcModule *m, const DlcNetwork *net);
+    /* Whether arch names an architecture the target generates code for
+       (--gpu-arch); NULL for a target that takes none. */
+    bool (*arch_ok)(const char *arch);
 } DlcTarget;
 
-/* codegen.c */
+/* codegen.c: the targets, by device name (--target=) or by the --emit=
+ * kind of their own code; NULL if there is none. */
 const DlcTarget *dlc_target_lookup(const char *name);
+const DlcTarget *dlc_target_for_emit(const char *kind);
 
-/* cpu/cpu.c */
-extern const DlcTarget dlc_target_cpu;
-/* Whether the CPU target emits NAME_model for net, the table dlrt_main
- * drives: a classifier with its training step (after autodiff and
- * optimizer). */
-bool dlc_cpu_is_program(const DlcModule *m, const DlcNetwork *net);
-/* The C target's pipeline (after the default one), which the nvptx target
- * shares: both generate code from the same IR. */
+/* The targets themselves, which only codegen.c's table names. */
+extern const DlcTarget dlc_target_cpu;   /* cpu/cpu.c */
+extern const DlcTarget dlc_target_nvptx; /* nvptx/nvptx.c */
+/* cpu/cpu.c: the C target's pipeline (after the default one), which the
+ * nvptx target shares: both generate code from the same IR. */
 extern const char *const dlc_cpu_passes[];
-
-/* nvptx/nvptx.c */
-extern const DlcTarget dlc_target_nvptx;
-/* Whether arch is a GPU architecture the NVPTX target knows ("sm_90"). */
-bool dlc_nvptx_arch_ok(const char *arch);
-/* --emit=ptx: the kernels of m's one network (and its training step) as
- * PTX for arch, into path ("-": standard output). */
-bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *path);
 
 #endif /* DLC_CODEGEN_H */

@@ -39,8 +39,10 @@ typedef struct Options {
     int ninclude;
     bool dtype_given;
     DlcEmitOptions codegen;      /* --dtype, -fno-plan-memory */
-    bool no_fuse;                /* -fno-fuse: the target's pipeline without fuse */
-    bool no_tile;                /* -fno-tile: ... without tile (im2col and BLAS) */
+    const char *left_out[MAX_LIST]; /* -fno-PASS: passes left out of every pipeline */
+    int nleft_out;
+    const DlcTarget *devices[MAX_LIST]; /* --target=: the CPU first, then the others */
+    int ndevices;
     DlcPassOptions pass;         /* --mem-budget, --target-cpu */
 } Options;
 
@@ -78,10 +80,9 @@ static void usage(FILE *out) {
         "  --split-input-file     compile each '// -----' separated part on its own\n"
         "  -x dl|dlir             the input's language (default: from its extension)\n"
         "  -I DIR                 also look for imported files in DIR\n"
-        "  -fno-fuse              leave out the fuse pass of the target's pipeline\n"
-        "                         (every op stays separate)\n"
-        "  -fno-tile              leave out the tile pass: every convolution calls\n"
-        "                         im2col and BLAS\n"
+        "  -fno-PASS              leave PASS out of the pipeline (-fno-fuse: every op\n"
+        "                         stays separate; -fno-tile: every convolution calls\n"
+        "                         im2col and BLAS)\n"
         "  --target-cpu=SPEC      the CPU the tile pass chooses for, instead of this\n"
         "                         one: l1=SIZE,l2=SIZE,vector=BYTES,registers=N (any of\n"
         "                         them; SIZE with K or M)\n"
@@ -191,10 +192,73 @@ static int64_t parse_bytes(const char *option, const char *s) {
     return (int64_t)v;
 }
 
+/* --target=cpu or cpu,cuda: the devices, each a target of codegen.c's table;
+ * the CPU hosts the program and comes first. */
+static void parse_devices(const char *arg, Options *o) {
+    char list[256];
+    snprintf(list, sizeof list, "%s", arg);
+    const char *names[MAX_LIST + 1];
+    split_list(list, names, MAX_LIST, 0);
+    const DlcTarget *cpu = dlc_target_lookup("cpu");
+    o->ndevices = 1;
+    o->devices[0] = cpu;
+    bool has_cpu = false, ok = true;
+    for (int i = 0; names[i] && ok; i++) {
+        const DlcTarget *t = dlc_target_lookup(names[i]);
+        for (int j = 0; j < i; j++)
+            ok &= strcmp(names[j], names[i]) != 0;
+        ok &= t && t->emit;
+        has_cpu |= t == cpu;
+        if (ok && t != cpu)
+            o->devices[o->ndevices++] = t;
+    }
+    if (!ok || !has_cpu || strlen(arg) >= sizeof list) {
+        fprintf(stderr, "dlc: error: --target takes cpu or cpu,cuda, not '%s'\n", arg);
+        exit(2);
+    }
+    o->codegen.cuda = o->ndevices > 1; /* the CPU's code then links NAME_cuda.c */
+}
+
+/* Copies argv into rest without the -fno-PASS (or --fno-PASS) options,
+ * whose passes go into o->left_out, checking that PASS is one
+ * (-fno-plan-memory, which is not a pass, stays for getopt); returns the
+ * number copied. */
+static int take_left_out_passes(int argc, char **argv, char **rest, Options *o) {
+    int n = 1;
+    rest[0] = argv[0];
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool takes_next = strcmp(a, "-o") == 0 || strcmp(a, "-x") == 0 || strcmp(a, "-I") == 0;
+        if (takes_next && i + 1 < argc) {
+            rest[n++] = argv[i++];
+            rest[n++] = argv[i];
+            continue;
+        }
+        const char *name = strncmp(a, "-fno-", 5) == 0    ? a + 5
+                           : strncmp(a, "--fno-", 6) == 0 ? a + 6
+                                                          : NULL;
+        if (strcmp(a, "--") == 0) {
+            while (i < argc)
+                rest[n++] = argv[i++];
+            break;
+        }
+        if (!name || strcmp(name, "plan-memory") == 0) {
+            rest[n++] = argv[i];
+            continue;
+        }
+        const char *names[2] = {name, NULL};
+        check_pass_names(names, false);
+        if (o->nleft_out < MAX_LIST)
+            o->left_out[o->nleft_out++] = name;
+    }
+    rest[n] = NULL;
+    return n;
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY, OPT_NO_FUSE, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH, OPT_GPU_MATH, OPT_NO_TILE,
+           OPT_NO_PLAN_MEMORY, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH, OPT_GPU_MATH,
            OPT_TARGET_CPU };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
@@ -209,8 +273,6 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"help", no_argument, NULL, OPT_HELP},
         {"Werror", no_argument, NULL, OPT_WERROR},
         {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
-        {"fno-fuse", no_argument, NULL, OPT_NO_FUSE},
-        {"fno-tile", no_argument, NULL, OPT_NO_TILE},
         {"target-cpu", required_argument, NULL, OPT_TARGET_CPU},
         {"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
         {"target", required_argument, NULL, OPT_TARGET},
@@ -220,6 +282,12 @@ static void parse_options(int argc, char **argv, Options *o) {
     };
     memset(o, 0, sizeof *o);
     o->codegen.plan_memory = true;
+    o->devices[o->ndevices++] = dlc_target_lookup("cpu");
+    char **rest = malloc(sizeof *rest * (size_t)(argc + 1));
+    if (!rest)
+        dlc_unreachable("out of memory");
+    argc = take_left_out_passes(argc, argv, rest, o);
+    argv = rest;
     o->codegen.gpu_arch = "sm_80";
     int c;
     opterr = 0;
@@ -285,8 +353,6 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_HELP: usage(stdout); exit(0);
         case OPT_WERROR: break; /* read again in main, it sits in the context */
         case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
-        case OPT_NO_FUSE: o->no_fuse = true; break;
-        case OPT_NO_TILE: o->no_tile = true; break;
         case OPT_TARGET_CPU: {
             if (!o->pass.cpu.vector)
                 dlc_target_cpu_host(&o->pass.cpu);
@@ -298,18 +364,9 @@ static void parse_options(int argc, char **argv, Options *o) {
             break;
         }
         case OPT_MEM_BUDGET: o->pass.mem_budget = parse_bytes("--mem-budget", optarg); break;
-        case OPT_TARGET:
-            if (strcmp(optarg, "cpu") == 0)
-                o->codegen.cuda = false;
-            else if (strcmp(optarg, "cpu,cuda") == 0 || strcmp(optarg, "cuda,cpu") == 0)
-                o->codegen.cuda = true;
-            else {
-                fprintf(stderr, "dlc: error: --target takes cpu or cpu,cuda, not '%s'\n", optarg);
-                exit(2);
-            }
-            break;
+        case OPT_TARGET: parse_devices(optarg, o); break;
         case OPT_GPU_ARCH:
-            if (!dlc_nvptx_arch_ok(optarg)) {
+            if (!dlc_target_lookup("cuda")->arch_ok(optarg)) {
                 fprintf(stderr, "dlc: error: --gpu-arch takes sm_60, sm_61, sm_70, sm_75, sm_80, "
                         "sm_86, sm_87, sm_89 or sm_90, not '%s'\n", optarg);
                 exit(2);
@@ -344,6 +401,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         exit(2);
     }
     o->input = argv[optind];
+    free(rest); /* the options point at the strings, not into it */
     if (o->emit == EMIT_GUESS) {
         size_t n = o->output ? strlen(o->output) : 0;
         bool ir = !o->output || strcmp(o->output, "-") == 0 ||
@@ -427,9 +485,10 @@ static int add_words(char **argv, int n, int max, char *list) {
  * dlrt_main, the system C compiler ($CC, else cc) at -O3 for this CPU,
  * libdlrt, and a rename into place.  Paths to the runtime are those of the
  * build (DLC_RUNTIME_*, set by CMake). */
-static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *target,
-                          const DlcEmitOptions *opt,
+static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
                           const char *output) {
+    const DlcEmitOptions *opt = &o->codegen;
+    const DlcTarget *host = o->devices[0];
     struct stat st;
     if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
         /* renaming a program over /dev/null would replace the device */
@@ -463,7 +522,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     snprintf(mainfile, sizeof mainfile, "%s/main.c", dir);
     snprintf(tmp_out, sizeof tmp_out, "%s.tmp%ld", output, (long)getpid());
     snprintf(inc, sizeof inc, "-I%s", dir);
-    bool ok = dlc_cpu_is_program(m, net);
+    bool ok = host->is_program(m, net);
     if (!ok)
         dlc_error(ctx, net->loc, "network '%s' cannot be a program yet: the program trains "
                   "and evaluates classifiers (one f32 input, one output, a train section "
@@ -473,8 +532,9 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const DlcTarget *targ
     f32.dtype = DLC_F32, f32.suffix = NULL;
     f64.dtype = DLC_F64, f64.suffix = "_f64";
     f64.cuda = false;
-    ok = ok && target->emit(ctx, m, &f32, dir) && target->emit(ctx, m, &f64, dir) &&
-         (!opt->cuda || dlc_target_nvptx.emit(ctx, m, &f32, dir));
+    ok = ok && host->emit(ctx, m, &f32, dir) && host->emit(ctx, m, &f64, dir);
+    for (int i = 1; ok && i < o->ndevices; i++) /* the other devices' code beside it */
+        ok = o->devices[i]->emit(ctx, m, &f32, dir);
     char hfile[300], cfile64[300], hfile64[300], cudafile[300];
     snprintf(cudafile, sizeof cudafile, "%s/%s_cuda.c", dir, net->name);
     snprintf(hfile, sizeof hfile, "%s/%s.h", dir, net->name);
@@ -549,6 +609,19 @@ static bool run_passes(DlcCtx *ctx, const Options *o, DlcModule *m, const char *
     return true;
 }
 
+/* names less the passes -fno-PASS left out, into out (NULL-terminated). */
+static void leave_out(const Options *o, const char *const *names, const char **out) {
+    int n = 0;
+    for (int i = 0; names[i] && n < MAX_LIST; i++) {
+        bool left = false;
+        for (int k = 0; k < o->nleft_out; k++)
+            left |= strcmp(names[i], o->left_out[k]) == 0;
+        if (!left)
+            out[n++] = names[i];
+    }
+    out[n] = NULL;
+}
+
 /* The pipeline: read, verify, run passes (verifying after each), emit. */
 static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     int errors = ctx->nerrors;
@@ -570,28 +643,31 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
     const char *const *passes = o->passes_given ? o->passes
                                 : o->kind == INPUT_DL ? dlc_default_pipeline
                                 : (const char *const[]){NULL};
-    const DlcTarget *target = o->emit == EMIT_C || o->emit == EMIT_EXE || o->emit == EMIT_PTX
-                                  ? dlc_target_lookup("c") : NULL; /* the GPU shares its pipeline */
-    /* then the target's own passes (for C, the training step), unless the
-       user chose the passes */
-    const char *target_passes[MAX_LIST + 1];
-    int ntarget = 0;
-    for (int i = 0; target && target->passes[i] && ntarget < MAX_LIST; i++)
-        if (!(o->no_fuse && strcmp(target->passes[i], "fuse") == 0) &&
-            !(o->no_tile && strcmp(target->passes[i], "tile") == 0))
-            target_passes[ntarget++] = target->passes[i];
-    target_passes[ntarget] = NULL;
-    if (!run_passes(ctx, o, m, passes, errors) ||
+    /* the code's target: the host's for C and programs, the GPU's for PTX */
+    const DlcTarget *target = o->emit == EMIT_C || o->emit == EMIT_EXE ? o->devices[0]
+                              : o->emit == EMIT_PTX                    ? dlc_target_for_emit("ptx")
+                                                                       : NULL;
+    /* then the target's own passes (the training step), unless the user
+       chose the passes; -fno-PASS leaves PASS out of both pipelines */
+    const char *pipeline[MAX_LIST + 1], *target_passes[MAX_LIST + 1];
+    leave_out(o, passes, pipeline);
+    leave_out(o, target ? target->passes : (const char *const[]){NULL}, target_passes);
+    if (!run_passes(ctx, o, m, pipeline, errors) ||
         (target && !o->passes_given && !run_passes(ctx, o, m, target_passes, errors))) {
         dlc_module_free(m);
         return false;
     }
     if (target) {
-        bool ok = o->emit == EMIT_EXE ? build_program(ctx, m, target, &o->codegen, o->output)
-                  : o->emit == EMIT_PTX ? dlc_nvptx_emit_ptx(ctx, m, &o->codegen, o->output ? o->output : "-")
-                                      : dlc_make_dir(ctx, o->output) &&
-                                            target->emit(ctx, m, &o->codegen, o->output) &&
-                                            (!o->codegen.cuda || dlc_target_nvptx.emit(ctx, m, &o->codegen, o->output));
+        bool ok = true;
+        if (o->emit == EMIT_EXE)
+            ok = build_program(ctx, m, o, o->output);
+        else if (target->emit_file)
+            ok = target->emit_file(ctx, m, &o->codegen, o->output ? o->output : "-");
+        else {
+            ok = dlc_make_dir(ctx, o->output);
+            for (int i = 0; ok && i < o->ndevices; i++)
+                ok = o->devices[i]->emit(ctx, m, &o->codegen, o->output);
+        }
         dlc_module_free(m);
         return ok && ctx->nerrors == errors;
     }

@@ -1106,7 +1106,7 @@ static bool is_classifier(const DlcNetwork *net, const DlcNetwork *tn) {
            loss->def->in[1]->kind == DLC_VAL_INPUT;
 }
 
-bool dlc_cpu_is_program(const DlcModule *m, const DlcNetwork *net) {
+static bool cpu_is_program(const DlcModule *m, const DlcNetwork *net) {
     char train_name[512];
     snprintf(train_name, sizeof train_name, "%s.train", net->name);
     return is_classifier(net, dlc_module_find_network(m, train_name));
@@ -1412,8 +1412,10 @@ const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fu
                                       "tile", "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
-    .name = "c",
+    .name = "cpu",
+    .emit_kind = "c",
     .summary = "C for the CPU (NAME.h and NAME.c), calling libdlrt",
     .passes = dlc_cpu_passes,
     .emit = cpu_emit,
+    .is_program = cpu_is_program,
 };

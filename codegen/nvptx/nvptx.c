@@ -50,7 +50,7 @@ static const char *ptx_features(const char *arch) {
     return "+ptx64";
 }
 
-bool dlc_nvptx_arch_ok(const char *arch) {
+static bool nvptx_arch_ok(const char *arch) {
     static const char *const known[] = {"sm_60", "sm_61", "sm_70", "sm_75", "sm_80",
                                         "sm_86", "sm_87", "sm_89", "sm_90", NULL};
     for (int i = 0; known[i]; i++)
@@ -204,7 +204,7 @@ static bool write_file(DlcCtx *ctx, const char *path, const char *text, size_t l
 
 /* ---- --emit=ptx ---------------------------------------------------------------- */
 
-bool dlc_nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *path) {
+static bool nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *path) {
     const DlcNetwork *net = NULL;
     int count = 0;
     for (int i = 0; i < m->nnetworks; i++)
@@ -602,7 +602,10 @@ static bool nvptx_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *op
 
 const DlcTarget dlc_target_nvptx = {
     .name = "cuda",
+    .emit_kind = "ptx",
     .summary = "PTX for NVIDIA GPUs (NAME_cuda.c, with the CPU's NAME.c and NAME.h)",
     .passes = dlc_cpu_passes, /* the GPU runs the IR the C target's pipeline makes */
     .emit = nvptx_emit,
+    .emit_file = nvptx_emit_ptx,
+    .arch_ok = nvptx_arch_ok,
 };
