@@ -247,7 +247,9 @@ bool dlc_attr_is_tile_choice(const char *name);
 void dlc_attrs_like(DlcOpKind kind, DlcOpKind from, const DlcAttr *from_attrs, DlcAttr *out);
 /* Whether an op of kind k with these attributes reads the result of a ReLU
  * whose gradient it applies (relu_grad=true) as one more tensor operand,
- * after its own: every such op but maxpool_grad, whose x is that result. */
+ * after its own (dlc_op_relu_grad_mask gives its index): every such op but
+ * maxpool_grad and lrn_grad, whose x is that result, and maxpool_train,
+ * whose only operand is. */
 bool dlc_relu_grad_operand(DlcOpKind k, const DlcAttr *attrs);
 /* All op names, for suggestions. */
 const char *const *dlc_op_names(void);
@@ -407,7 +409,9 @@ bool dlc_op_fused_relu(const DlcOp *op);
  * with its slope), or DLC_OP_COUNT for none. */
 DlcOpKind dlc_op_fused_activation(const DlcOp *op);
 /* The operand index of the ReLU result y whose gradient op passes its
- * result through (relu_grad=true: relu_grad(op(...), y)), or -1. */
+ * result through (relu_grad=true: relu_grad(op(...), y)), or -1: 1 (x) for
+ * maxpool_grad and lrn_grad, 0 for maxpool_train, else the last tensor
+ * operand (for a slice, possibly the concatenation y went into). */
 int dlc_op_relu_grad_mask(const DlcOp *op);
 /* Whether the planes of x ([C,H,W]) are small enough for maxpool_train's
  * i32 argmax, an index in the plane. */

@@ -5,9 +5,10 @@
  * parameters that only removed ops used.  Walks the ops once backwards, so
  * it is linear in the size of the network.
  *
- * Preconditions: the module verifies.  No op has side effects yet (when
- * training state such as batchnorm's running statistics is updated by ops,
- * those ops will have to be kept). */
+ * Preconditions: the module verifies.  The ops with effects are those
+ * without results (param_grad, the weight updates), which stay, and
+ * batchnorm_train, which also updates its running statistics and goes only
+ * with its result, when nothing reads that. */
 #include "passes.h"
 
 static void dce_network(DlcModule *m, DlcNetwork *net) {

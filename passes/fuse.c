@@ -51,9 +51,8 @@
  *   a slice of concat's gradient reads the ReLU's result from the
  *   concatenation, where the same slice of it is y: GoogLeNet's branches
  *   then die at their concatenation, which the next block's gradients keep
- *   anyway, instead of living to the backward pass (141 MiB of 1116 at
- *   batch 32).  recompute has the slices read y again when a budget calls
- *   for it.
+ *   anyway, instead of living to the backward pass.  recompute has the
+ *   slices read y again when a budget calls for it.
  *
  *   %c = conv2d(%x, @w, @b) {...}            %n = conv2d(%x, @w, @b, @n.weight, @n.bias,
  *   %n = batchnorm(%c, @n.weight, ...)  =>           @n.running_mean, @n.running_var)
@@ -79,21 +78,20 @@
  *   four readers; a + b + c in a .dl file), becomes one add of all the
  *   terms, in their order, so the same bits: one pass that reads each term
  *   and writes the sum once, where the chain wrote and read back each
- *   partial sum (GoogLeNet's training step at batch 32: 1.1% faster, 227
- *   MiB less in the sum of its buffers).  At the last add's place, where
- *   every term is defined; up to 16 terms (a GPU kernel's pointers).  The
- *   last add keeps its relu or relu_grad; the inner ones have none.  A
- *   weight update has no result:
+ *   partial sum, and no partial sum needs memory.  At the last add's
+ *   place, where every term is defined; up to 16 terms (a GPU kernel's
+ *   pointers).  The last add keeps its relu or relu_grad; the inner ones
+ *   have none.  A weight update has no result:
  *
  *   %g = dense_grad_weight(%dy, %x)          dense_sgd_update(%dy, %x, %lr, @w, @w.momentum_buffer)
  *   sgd_update(%g, %lr, @w, @w.momentum_buffer)  =>   {momentum=..., weight_decay=...}
  *
  *   the gradient is accumulated straight into the momentum buffer (or,
  *   without momentum, with -lr into the weight) by the product that
- *   computes it, and is never stored: for AlexNet's first dense layer that
- *   is 144 MiB less at the peak of the step.  Not with Nesterov momentum
- *   (its step needs the gradient and the buffer apart), and not for a GPU
- *   target, whose code generator has no kernel for it yet.
+ *   computes it, and is never stored, which takes a weight's size off the
+ *   peak of the step.  Not with Nesterov momentum (its step needs the
+ *   gradient and the buffer apart), and not for a GPU target, whose code
+ *   generator has no kernel for it yet.
  *
  *   adam_update(dense_grad_weight(dy, x), lr, step, @w, @m, @v) likewise
  *   becomes dense_adam_update(dy, x, lr, step, @w, @m, @v): Adam needs

@@ -7,7 +7,8 @@
  * after the network has run (an output, or, when the caller keeps them,
  * the gradients that NAME_gradient shows) lives to the end.  A parameter's
  * gradient otherwise dies at its weight update, which the optimizer pass
- * puts right after the gradient is complete.  Two values whose
+ * puts right after the last op that needs the gradient or reads the
+ * weight.  Two values whose
  * live ranges are disjoint may share memory.  The plan places the values
  * largest first, each at the lowest offset where it overlaps no placed
  * value whose live range meets its own (greedy by size, as TensorFlow
@@ -21,7 +22,7 @@
  *
  * The lower bound is the most memory live at any one op: no placement can
  * do with less.  The naive sum is every value in a slot of its own, which
- * is what code generation did before this plan.  Values in a batch take
+ * is what -fno-plan-memory generates.  Values in a batch take
  * numel floats per sample and are placed in their own part of the arena,
  * in floats per sample; the others (gradients of parameters, the loss)
  * in a second part, in floats.

@@ -305,8 +305,8 @@ static void become(DlcOp *op, DlcOpKind kind) {
  * recomputing cannot meet the budget that way, the poolings go back to
  * maxpool and maxpool_grad, which reads the input again (with the ReLU's
  * gradient the argmax had applied): both the input (a batchnorm's result)
- * and the pooling's result can then be recomputed.  GoogLeNet at 64x64 and
- * batch 32 then fits 97 MiB, against 100 MiB without going back (fit tries
+ * and the pooling's result can then be recomputed, which lowers the
+ * least a network gets to (GoogLeNet's at 64x64, docs/passes.md; fit tries
  * this before masks_from_branches).  Returns whether any pooling changed. */
 static bool pools_from_inputs(DlcModule *m, DlcNetwork *net) {
     bool changed = false;
@@ -338,11 +338,10 @@ static bool pools_from_inputs(DlcModule *m, DlcNetwork *net) {
  * the branches' results again: each can then be recomputed on its own (a
  * batchnorm's from its statistics) just before its slice, where the
  * concatenation has to be live whole from the first slice to the last.
- * GoogLeNet at batch 32 then got down to 542 MiB (before max pooling's
- * argmax; 531 MiB now, pools_from_inputs), against 669 MiB without
- * going back and 606 MiB going back before recomputing anything.  A
- * recomputed concatenation that only the masks read goes.  Returns whether
- * any slice changed. */
+ * Going back only once nothing else qualifies gets GoogLeNet lower than
+ * not going back, or going back before recomputing anything
+ * (docs/passes.md).  A recomputed concatenation that only the masks read
+ * goes.  Returns whether any slice changed. */
 static bool masks_from_branches(DlcModule *m, DlcNetwork *net) {
     bool changed = false;
     for (int i = 0; i < net->nops; i++) {
@@ -390,8 +389,8 @@ static bool fit(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, int64_t budget) {
             return true;
         DlcValue *v = choose(&s, p, &at);
         /* when nothing qualifies, go back on the poolings first and on the
-           masks next, each only when still needed: GoogLeNet at batch 32
-           then gets down to 531 MiB, against 577 MiB the other way round */
+           masks next, each only when still needed: the other way round
+           leaves GoogLeNet's step larger (docs/passes.md) */
         if (!v && reverted == 0) {
             reverted = 1;
             if (pools_from_inputs(m, net))

@@ -124,19 +124,17 @@ const char *dlc_target_cpu_parse(const char *spec, DlcTargetCpu *t) {
 /* ---- the model --------------------------------------------------------------- */
 
 /* The largest weight gradient (multiply-adds per sample) that dlc's loops
- * take.  Measured on a 2-core AVX2 machine, training at batch 64, each
- * model with only that one op changed: LeNet-5's two (118K and 240K) are
- * 14% and 4% faster in dlc's loops; the smallest that BLAS won, the second
- * convolution of models/simplecnn.dl (2.2M), is 17% faster in BLAS, and
- * AlexNet's (100M and 112M) 20%. */
+ * take: beyond it BLAS's packed panels pay for their packing.  It lies
+ * between LeNet-5's two (118K and 240K), faster in dlc's loops, and the
+ * smallest that BLAS won, the second convolution of models/simplecnn.dl
+ * (2.2M); measured with each model's one op changed (bench/history.md). */
 #define WEIGHT_GRADIENT_MACS (INT64_C(1) << 20)
 
 /* The largest input gradient (multiply-adds per sample) that the scatter
- * block takes.  Measured on a 2-core AVX2 machine, training at batch 64:
- * LeNet-5's (240K) made the step 13% faster than BLAS and col2im; the
- * first of models/simplecnn.dl (2.2M, 64 filters into 32 channels) 14%
- * slower, where BLAS's packed panels load fewer operands per multiply-add
- * than a block of a few channels by a few registers. */
+ * block takes.  LeNet-5's (240K) is faster that way than BLAS and col2im;
+ * the first of models/simplecnn.dl (2.2M, 64 filters into 32 channels) is
+ * slower, since BLAS's packed panels load fewer operands per multiply-add
+ * than a block of a few channels by a few registers (bench/history.md). */
 #define SCATTER_MACS (INT64_C(1) << 20)
 
 /* What dlc's loops compute for a convolution op: its product
@@ -190,11 +188,10 @@ typedef struct Block {
  * instruction: its multiply-adds (computed, padding included, over L
  * lanes) and its loads (1 / intensity a multiply-add) at two a cycle, not
  * overlapped, and its stores at one a cycle.  Calibrated on the choice
- * between the two kinds of block (measured on a 2-core AVX2 machine): with
- * no overlap it prefers filter lanes for LeNet-5's second convolution
- * (inference 20% faster) and not for models/simplecnn.dl's (where they
- * were 38% slower at batch 1: nine taps per store, or one load per
- * multiply-add). */
+ * between the two kinds of block, as measured (bench/history.md): with no
+ * overlap it prefers filter lanes for LeNet-5's second convolution, where
+ * they are faster, and not for models/simplecnn.dl's, where they are
+ * slower (nine taps per store, or one load per multiply-add). */
 static double block_time(int64_t computed, double intensity, int64_t lanes, int64_t stores) {
     double fmas = (double)computed / (double)lanes;
     return (fmas + fmas / intensity) / 2 + (double)stores;
@@ -204,23 +201,22 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
  * weights outgrow L2 must have, in registers' lanes: its copy of the
  * weights (made every call) then moves each weight from L3 or memory,
  * several cycles, against positions / (2 * lanes) cycles of multiply-adds
- * per weight.  Measured at batch 1 on 2 threads (2-core AVX2, interleaved
- * against BLAS): GoogLeNet's 7x7 planes (49 positions) with 1.8 and 2.6 MB
- * of weights 11% and 24% slower in filter lanes, its 14x14 (196) with 1.5
- * and 1.8 MB 6% faster, its 7x7 with 0.2 MB 55% faster; AlexNet's 13x13
- * (169) with 2.6 MB 15% slower.  The inference network is exempt: NAME_freeze
- * packs its weights once (the program's bench and predict do), and so
- * GoogLeNet's two on 7x7 planes took 0.77 and 0.80 of their time with BLAS
- * (shortest calls, three rounds alternating). */
+ * per weight.  Against BLAS, GoogLeNet's 7x7 planes (49 positions) with
+ * 1.8 and 2.6 MB of weights and AlexNet's 13x13 (169) with 2.6 MB are
+ * slower in filter lanes, GoogLeNet's 14x14 (196) with 1.5 and 1.8 MB and
+ * its 7x7 with 0.2 MB faster (bench/history.md).  The inference network is
+ * exempt: NAME_freeze packs its weights once (the program's bench and
+ * predict do), and then GoogLeNet's two on 7x7 planes are faster in filter
+ * lanes than in BLAS. */
 #define FILTER_LANES_POSITION_REGISTERS 24
 
 /* The fewest taps (channels x kernel taps), in registers' lanes, of a
  * filter-lanes convolution that no block over the padded width could take
  * instead (`alone` in choose_filter_lanes), so that it competes with BLAS: each result is stored
  * element by element, about 2 * lanes / taps of the multiply-adds' time.
- * VGG-16's first convolution (27 taps, 224x224) was 20% slower than BLAS
- * at batch 1 on 2 threads (2-core AVX2), GoogLeNet's of 144 taps as fast,
- * of 216 and more 6-20% faster. */
+ * VGG-16's first convolution (27 taps, 224x224) is slower than BLAS that
+ * way, GoogLeNet's of 144 taps as fast, those of 216 and more faster
+ * (bench/history.md). */
 #define FILTER_LANES_TAP_REGISTERS 16
 
 /* conv2d with the filters in the lanes (filter_lanes): the block of least
@@ -230,9 +226,9 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
  * out: alone, it is compared with BLAS rather than with a block over the
  * padded width.  rows filters = nv registers by cols positions: nv * cols
  * accumulators, nv loaded weights and a broadcast, and a register to
- * spare: GoogLeNet's 3x3 convolutions ran 20-40% slower with the blocks
- * of 3 registers by 4 positions that fill AVX2's 16 than with 2 by 6
- * (batch 1, 2 threads).  It computes every position once (rounded up to
+ * spare: GoogLeNet's 3x3 convolutions ran slower with the blocks of 3
+ * registers by 4 positions that fill AVX2's 16 than with 2 by 6.  It
+ * computes every position once (rounded up to
  * the block).  The code generator gives a block of filters all of the
  * positions before the next, so its weights (in order, from a copy made
  * per call) must stay in L2, but not in L1: GoogLeNet's (55 to 110 KB a
@@ -240,20 +236,18 @@ static double block_time(int64_t computed, double intensity, int64_t lanes, int6
  * Blocks that load an operand or more per multiply-add are left out:
  * GoogLeNet's inception4a 3x3 convolution (208 filters, 864 taps) took a
  * block of one register by one position that way, and its batch-1
- * inference was 6% slower than with blocks over the padded width. */
+ * inference was slower than with blocks over the padded width. */
 static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool alone, bool packed,
                                 Block *b, double *time) {
     int64_t lanes = t->vector / 4, positions = p->c.oh * p->c.ow;
     /* what a block reads for the whole sum, its weights and its positions'
        taps, must fit half of L2, or all of it where the padded sample
        fits three quarters of it (the blocks of filters pass over all of
-       it in turn).  Calibrated at batch 1 on 2 threads (2-vCPU AMD EPYC,
-       512 KB of L2; docs/passes.md): AlexNet's 384-channel 3x3
-       convolution on 13x13 (a 346 KB sample, blocks reading 290 KB) and
-       ResNet's 512-channel ones on 7x7 (166 KB, 387 KB) made their
-       networks' inference 0.979 and 0.971 of its time in filter lanes,
-       where VGG-16's 512-channel ones on 14x14 (a 512 KB sample) and
-       28x28 were 17% and 38% slower than BLAS */
+       it in turn).  Calibrated with 512 KB of L2 (bench/history.md):
+       AlexNet's 384-channel 3x3 convolution on 13x13 (a 346 KB sample,
+       blocks reading 290 KB) and ResNet's 512-channel ones on 7x7 (166
+       KB, 387 KB) are faster in filter lanes, VGG-16's 512-channel ones
+       on 14x14 (a 512 KB sample) and 28x28 slower than BLAS */
     int64_t reads_bound =
         4 * p->c.channels * source_plane(&p->c) <= t->l2 / 4 * 3 ? t->l2 : t->l2 / 2;
     double best_intensity = 0;
@@ -322,8 +316,8 @@ static bool choose_weight_filter_lanes(const Product *p, int64_t kw, const DlcTa
  * filters in L1.  Like the padded-width blocks, it must multiply padding
  * at most as often as the convolution's own multiply-adds.  Ties go to
  * more rows: on LeNet-5's second convolution (6 channels) the block of 6
- * by 2 registers made training 13% faster, those of 3 by 3 and 2 by 4
- * (the same or less intensity) were no faster than BLAS. */
+ * by 2 registers is faster than BLAS, those of 3 by 3 and 2 by 4 (the
+ * same or less intensity) are not. */
 static bool choose_scatter(const DlcOp *op, const Product *p, const DlcTargetCpu *t, Block *b,
                            double *time) {
     const int64_t *k = attr(op, "kernel")->pair, *d = attr(op, "dilation")->pair,
@@ -419,11 +413,10 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
     if (weight && choose_weight_filter_lanes(&p, kw, t, &other, &other_time) &&
         (best == 0 ||
          /* its stores: each register of sums added up lane by lane at the
-            end of every sample, about 4 instructions a weight; measured on
-            a 2-core AVX2 machine, LeNet-5's second weight gradient (150
-            taps) ran 2.8 times as fast in filter lanes, models/simplecnn.dl's
-            first (9 taps: the copy of dy costs as much as the product) no
-            faster, and the model chooses so */
+            end of every sample, about 4 instructions a weight; so the model
+            takes filter lanes for LeNet-5's second weight gradient (150
+            taps), which is faster that way, and not for models/simplecnn.dl's
+            first (9 taps: the copy of dy costs as much as the product) */
          other_time < block_time(best_computed, best, lanes, 4 * p.c.rows * p.k))) {
         *b = other;
         return true;
@@ -463,16 +456,14 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
  *     and column of the window over the plane's input, its maxima down and
  *     its result, which then must stay in L1 (half of it, the rest for the
  *     lines the loops bring in); a 5x5 pooling of 56x56 planes (37 KB of
- *     them) was 20% faster in bands.
+ *     them) is faster in bands.
  *   - Otherwise bands: the most output rows whose padded input rows, their
  *     maxima down the windows and the band's results fit half of L1.
  *
- * Calibrated with bench/pool_band.c (2-vCPU AMD EPYC, 32 KB L1, 2
- * threads, input from L3, shortest of 301 calls): ResNet's 3x3 stride-2
- * padded pooling of 112x112 planes took 128-133 us in bands of 4 to 16
- * rows (the rule's 10: 129), 138-139 in the 35 rows that libdlrt's
- * buffers hold, 138-141 in 32; the whole-plane loops took 0.4-0.85 of the
- * time of the best band where they apply. */
+ * Calibrated with bench/pool_band.c (bench/history.md): ResNet's 3x3
+ * stride-2 padded pooling of 112x112 planes is fastest in bands of 4 to 16
+ * rows (the rule gives 10), slower in the 35 rows that libdlrt's buffers
+ * hold; the whole-plane loops beat the best band where they apply. */
 static int64_t pool_band(const DlcOp *op, const DlcTargetCpu *t) {
     const int64_t *k = attr(op, "kernel")->pair, *s = attr(op, "stride")->pair,
                   *pad = attr(op, "pad")->pair;
