@@ -24,6 +24,9 @@ base=$1
 shift
 models=("$@")
 [[ ${#models[@]} -gt 0 ]] || models=(models/*.dl)
+for m in "${models[@]}"; do
+    [[ $m != /* ]] || { echo "codegen_identical: give models by their path in the tree: $m" >&2; exit 2; }
+done
 
 sha=$(git rev-parse --short "$base")
 store="${DLC_IDENTICAL_STORE:-$PWD/build-identical}"
@@ -79,10 +82,11 @@ generate() { # DLC OUT_DIR: every model in every variant, each into OUT_DIR/MODE
                 *) target="$dir/out" ;;
             esac
             rc=0
-            # relative paths, so that diagnostics name the same files
+            # the model by its path in the tree (the C's #line directives
+            # name it), the output's folder left out of diagnostics
             # shellcheck disable=SC2086
-            (cd "$out" && "$dlc" "$OLDPWD/$model" $opts -o "$target") 2>"$out/$dir/stderr" || rc=$?
-            sed -i "s|$PWD/||g" "$out/$dir/stderr"
+            "$dlc" "$model" $opts -o "$out/$target" 2>"$out/$dir/stderr" || rc=$?
+            sed -i "s|$out/||g" "$out/$dir/stderr"
             echo "$rc" > "$out/$dir/status"
         done
     done
