@@ -7,9 +7,10 @@
  *     pointers, calling the kernels of libdlrt (runtime/dlrt.h) — BLAS for
  *     the GEMMs of dense layers and convolutions — or, for the convolutions
  *     the tile pass gave a register block, dlc's own loops (direct_conv.c);
- *     preceded by a #line
- *     directive naming the op's .dl line, so that a debugger or profiler
- *     points at the model;
+ *     preceded by a #line directive naming the op's .dl line, so that a
+ *     debugger or profiler points at the model.  Its body is the op's
+ *     emission function's (emit.h), which the cpu column of ir/ops.def
+ *     names;
  *   - NAME_forward (inference) and NAME_train_step (forward, loss,
  *     backward, weight update), which call those functions in IR order;
  *   - NAME_create (fresh initialization from a seed, as PyTorch initializes),
@@ -29,32 +30,20 @@
  * read them from that copy until NAME_train_step, NAME_load or NAME_tensor
  * says the weights may have changed (net->frozen).
  *
+ * The target's files: cpu.c (this one: the program's structure, the
+ * table of emission functions), emit_<family>.c (each op's body, by op
+ * family) and emit.c (what they share) behind emit.h, direct_conv.c (dlc's
+ * own convolution loops, direct_conv.h), out.c (the writer, out.h).
+ *
  * Preconditions: the module verifies. */
-#include <errno.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "../codegen.h"
 #include "../../passes/plan_memory.h"
-#include "out.h"
+#include "direct_conv.h"
+#include "emit.h"
 
-/* ---- output with line counting, for #line -------------------------------- */
-
-void dlc_cpu_put(Out *o, const char *fmt, ...) {
-    char tmp[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof tmp)
-        dlc_unreachable("cpu: a generated line is too long");
-    for (const char *p = tmp; *p; p++)
-        o->line += *p == '\n';
-    fputs(tmp, o->f);
-}
 #define put dlc_cpu_put
 
 /* ---- the emitter's state ------------------------------------------------- */
@@ -77,6 +66,11 @@ typedef struct Cpu {
     const char *k;          /* the kernels' suffix for it: "", "_f64" */
     bool f64;
     bool cuda;              /* the program also runs on a GPU: NAME_cuda.c */
+    const char **scratch;   /* what each op that takes scratch says it needs
+                               (Emit.scratch), in the order of the functions:
+                               the inference network's, then the training
+                               step's */
+    int nscratch, capscratch;
     const char **op_rows;   /* each op's row of the profile (DLRT_PROFILE=1): the
                                inference network's ops, then the training step's
                                (put_network appends them) */
@@ -174,437 +168,78 @@ static const char *ctype(const Cpu *cpu, const DlcValue *v) {
 
 /* ---- one function per op -------------------------------------------------- */
 
-void dlc_cpu_literal(char buf[DLC_CPU_LITERAL_MAX], double x, bool f64) {
-    snprintf(buf, DLC_CPU_LITERAL_MAX - 3, "%.9g", x);
-    if (!strpbrk(buf, ".eEn"))
-        strcat(buf, ".0");
-    if (!f64)
-        strcat(buf, "f");
+/* Each op's emission function (emit.h), from the cpu column of ir/ops.def:
+ * a row naming a function that does not exist does not build. */
+typedef void (*EmitFn)(Emit *e, Out *o, const DlcOp *op);
+static const EmitFn emit_op[DLC_OP_COUNT] = {
+#define CPU(x) dlc_cpu_emit_##x
+#define OP(id, name, arity, flags, schema, infer, grad, cpu, ptx) [DLC_OP_##id] = cpu,
+#include "../../ir/ops.def"
+#undef OP
+#undef CPU
+};
+
+/* What an op's emission function reads of the network being written. */
+static Emit emit_state(Cpu *cpu) {
+    return (Emit){.arena = &cpu->arena, .real = cpu->real, .k = cpu->k, .f64 = cpu->f64};
 }
 
-static const char *cfloat(Cpu *cpu, double x) {
-    char buf[DLC_CPU_LITERAL_MAX];
-    dlc_cpu_literal(buf, x, cpu->f64);
-    return dlc_arena_printf(&cpu->arena, "%s", buf);
-}
-
-static int64_t attr_i(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].i;
-}
-static double attr_f(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].f;
-}
-static bool attr_b(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].b;
-}
-static const int64_t *attr_pair(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
-}
-
-/* The DlrtActivation that applies op's fused activation. */
-static const char *activation(const DlcOp *op) {
-    switch (dlc_op_fused_activation(op)) {
-    case DLC_OP_RELU: return "DLRT_ACT_RELU";
-    case DLC_OP_SIGMOID: return "DLRT_ACT_SIGMOID";
-    case DLC_OP_TANH: return "DLRT_ACT_TANH";
-    case DLC_OP_LEAKY_RELU: return "DLRT_ACT_LEAKY_RELU";
-    default: return "DLRT_ACT_NONE";
-    }
-}
-
-/* The slope of op's fused leaky ReLU as a literal of the element type (the
- * one the separate op's kernel gets), "0" without one. */
-static const char *leaky_slope(Cpu *cpu, const DlcOp *op) {
-    if (dlc_op_fused_activation(op) != DLC_OP_LEAKY_RELU)
-        return "0";
-    return cfloat(cpu, op->attrs[dlc_op_attr_index(op->kind, "slope")].f);
-}
-
-/* A DlrtConv for a convolution with input type x and output type y. */
-static void put_conv(Cpu *cpu, Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
-    const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
-                  *p = attr_pair(op, "pad"), *d = attr_pair(op, "dilation");
-    put(o, "    static const DlrtConv cv = {.c = %lld, .h = %lld, .w = %lld, .f = %lld, "
-           ".oh = %lld, .ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, "
-           ".ph = %lld, .pw = %lld, .dh = %lld, .dw = %lld, .groups = %lld,\n"
-           "        .act = %s%s};\n",
-        (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
-        (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
-        (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-        (long long)d[0], (long long)d[1], (long long)attr_i(op, "groups"),
-        activation(op),
-        dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU
-            ? dlc_arena_printf(&cpu->arena, ", .slope = %s", leaky_slope(cpu, op))
-            : "");
-}
-
-static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
-    const int64_t *k = attr_pair(op, "kernel"), *s = attr_pair(op, "stride"),
-                  *p = attr_pair(op, "pad");
-    int cip = dlc_op_attr_index(op->kind, "count_include_pad");
-    int64_t band = op->kind == DLC_OP_MAXPOOL ? attr_i(op, "band") : 0; /* the tile pass's */
-    put(o, "    static const DlrtPool pool = {.c = %lld, .h = %lld, .w = %lld, .oh = %lld, "
-           ".ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, "
-           ".pw = %lld, .count_include_pad = %s%s",
-        (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
-        (long long)y->dims[1], (long long)y->dims[2], (long long)k[0], (long long)k[1],
-        (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-        cip >= 0 && op->attrs[cip].b ? "true" : "false",
-        dlc_op_attr_index(op->kind, "relu_grad") >= 0 && attr_b(op, "relu_grad")
-            ? ", .relu_grad = true" : "");
-    if (band)
-        put(o, ", .band = %lld", (long long)band);
-    put(o, "};\n");
-}
-
-/* Elements before and after a (normalized) axis of a per-sample type. */
-static void around_axis(const DlcType *t, int axis, int64_t *before, int64_t *after) {
-    *before = *after = 1;
-    for (int i = 0; i < t->rank; i++) {
-        if (i < axis)
-            *before *= t->dims[i];
-        if (i > axis)
-            *after *= t->dims[i];
-    }
-}
-
-static int norm_axis(int64_t axis, int rank) { return (int)(axis < 0 ? axis + rank : axis); }
-
-/* A conv2d with a batchnorm folded in (batchnorm=true) starts with the
- * batchnorm's per-channel scale and shift, from its parameters as they are
- * at this call (training may have changed them since the last). */
-static void put_batchnorm_fold(Cpu *cpu, Out *o, const DlcOp *op) {
-    int k = dlc_op_folded_batchnorm(op);
-    if (k < 0)
-        return;
-    long long f = (long long)op->out[0]->type.dims[0];
-    put(o, "    /* the folded batchnorm: y = conv * bn_scale + bn_shift per channel */\n"
-           "    %s bn_scale[%lld], bn_shift[%lld];\n"
-           "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
-        cpu->real, f, f, cpu->k, f, cfloat(cpu, attr_f(op, "bn_eps")), dlc_op_bias(op) ? "a2" : "NULL",
-        k, k + 1, k + 2, k + 3);
-}
-
-/* The step without updates (NAME_gradients) copies the gradient that
- * update op would consume; dense_sgd_update and dense_adam_update compute
- * it there. */
-static void put_gradient_copy(Cpu *cpu, Out *o, const DlcOp *op, const DlcMemPlan *plan) {
-    const DlcValue *p = op->in[op->nin - op->nparams];
-    long long off = (long long)gradient_copy_offset(cpu, p);
-    if (dlc_op_is_dense_update(op->kind))
-        put(o, "dlrt_dense_backward_weight%s(n, %lld, %lld, %s, %s, net->grads + %lld);\n", cpu->k,
-            (long long)numel(op->in[1]), (long long)numel(op->in[0]), where(cpu, plan, op->in[0]),
-            where(cpu, plan, op->in[1]), off);
-    else
-        put(o, "memcpy(net->grads + %lld, %s, sizeof *net->grads * %lld);\n", off,
-            where(cpu, plan, op->in[0]), (long long)numel(op->in[0]));
-}
-
-/* The operand that holds the ReLU result whose gradient op applies
- * (relu_grad=true), "NULL" without one. */
-static const char *relu_y(Cpu *cpu, const DlcOp *op) {
-    int k = dlc_op_relu_grad_mask(op);
-    return k < 0 ? "NULL" : dlc_arena_printf(&cpu->arena, "a%d", k);
-}
-
-/* The operand of op's first parameter (its weight), after the tensors. */
-static const char *weight(Cpu *cpu, const DlcOp *op) {
-    return dlc_arena_printf(&cpu->arena, "a%d", op->nin - op->nparams);
-}
-
-/* The body of op's function: operands are named a0, a1, ..., results r0. */
-static bool put_body(Cpu *cpu, Out *o, const DlcOp *op) {
-    const DlcValue *x = op->nin ? op->in[0] : NULL, *y = op->nout ? op->out[0] : NULL;
-    long long ne = x ? (long long)numel(x) : 0;
-    const char *count = x && x->type.batched ? "n * " : "";
-    switch (op->kind) {
-    case DLC_OP_CONV2D:
-        put_conv(cpu, o, op, &x->type, &y->type);
-        if (dlc_op_folded_batchnorm(op) >= 0)
-            put(o, "    dlrt_conv2d_forward_folded(&cv, n, a0, a1, bn_scale, bn_shift, r0, work, threads);\n");
-        else
-            put(o, "    dlrt_conv2d_forward(&cv, n, a0, a1, %s, r0, work, threads);\n",
-                dlc_op_bias(op) ? "a2" : "NULL");
-        return true;
-    case DLC_OP_DENSE:
-        put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, %s, %s, r0);\n", ne,
-            (long long)numel(y), op->nparams == 2 ? "a2" : "NULL", activation(op),
-            leaky_slope(cpu, op));
-        return true;
-    case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: {
-        const char *f = op->kind == DLC_OP_RELU ? "relu" : op->kind == DLC_OP_SIGMOID ? "sigmoid" : "tanh";
-        put(o, "    dlrt_%s_forward(%s%lld, a0, r0);\n", f, count, ne);
-        return true;
-    }
-    case DLC_OP_RELU_GRAD: case DLC_OP_SIGMOID_GRAD: case DLC_OP_TANH_GRAD: {
-        const char *f = op->kind == DLC_OP_RELU_GRAD ? "relu"
-                        : op->kind == DLC_OP_SIGMOID_GRAD ? "sigmoid" : "tanh";
-        put(o, "    dlrt_%s_backward(%s%lld, a0, a1, r0);\n", f, count, ne);
-        return true;
-    }
-    case DLC_OP_ADD: {
-        int mask = dlc_op_relu_grad_mask(op), nterms = mask >= 0 ? mask : op->nin;
-        if (nterms > 2) {
-            /* a merged chain of adds: one pass over the terms */
-            put(o, "    const %s *const terms[] = {", cpu->real);
-            for (int i = 0; i < nterms; i++)
-                put(o, "%sa%d", i ? ", " : "", i);
-            put(o, "};\n    dlrt_sum(%s%lld, %d, terms, %s, %s, r0);\n", count, ne, nterms,
-                dlc_op_fused_relu(op) ? "true" : "false", relu_y(cpu, op));
-            return true;
-        }
-        if (mask >= 0)
-            put(o, "    dlrt_add_relu_grad(%s%lld, a0, a1, a2, r0);\n", count, ne);
-        else
-            put(o, "    dlrt_add%s(%s%lld, a0, a1, r0);\n", dlc_op_fused_relu(op) ? "_relu" : "",
-                count, ne);
-        return true;
-    }
-    case DLC_OP_LEAKY_RELU:
-        put(o, "    dlrt_leaky_relu_forward(%s%lld, %s, a0, r0);\n", count, ne,
-            cfloat(cpu, attr_f(op, "slope")));
-        return true;
-    case DLC_OP_LEAKY_RELU_GRAD:
-        put(o, "    dlrt_leaky_relu_backward(%s%lld, %s, a0, a1, r0);\n", count, ne,
-            cfloat(cpu, attr_f(op, "slope")));
-        return true;
-    case DLC_OP_LRN: case DLC_OP_LRN_GRAD: {
-        const DlcType *t = &y->type;
-        put(o, "    static const DlrtLrn lrn = {.c = %lld, .hw = %lld, .size = %lld, .alpha = %.17g, "
-               ".beta = %.17g, .k = %.17g%s};\n", (long long)t->dims[0],
-            (long long)(numel(y) / t->dims[0]), (long long)attr_i(op, "size"),
-            attr_f(op, "alpha"), attr_f(op, "beta"), attr_f(op, "k"),
-            dlc_op_relu_grad_mask(op) >= 0 ? ", .relu_grad = true" : "");
-        if (op->kind == DLC_OP_LRN)
-            put(o, "    dlrt_lrn_forward(&lrn, n, a0, r0);\n");
-        else
-            put(o, "    dlrt_lrn_backward(&lrn, n, a0, a1, a2, r0);\n");
-        return true;
-    }
-    case DLC_OP_MAXPOOL: case DLC_OP_AVGPOOL:
-        put_pool(o, op, &x->type, &y->type);
-        put(o, "    dlrt_%s_forward(&pool, n, a0, r0);\n",
-            op->kind == DLC_OP_MAXPOOL ? "maxpool" : "avgpool");
-        return true;
-    case DLC_OP_MAXPOOL_GRAD:
-        put_pool(o, op, &op->in[1]->type, &x->type);
-        put(o, "    dlrt_maxpool_backward(&pool, n, a0, a1, r0);\n");
-        return true;
-    case DLC_OP_MAXPOOL_TRAIN:
-        put_pool(o, op, &x->type, &y->type);
-        put(o, "    dlrt_maxpool_forward_argmax(&pool, n, a0, r0, r1);\n");
-        return true;
-    case DLC_OP_MAXPOOL_GRAD_ARGMAX: {
-        const int64_t *dx = y->type.dims, *dy = x->type.dims;
-        put(o, "    dlrt_maxpool_backward_argmax(n * %lld, %lld, %lld, a0, a1, r0);\n",
-            (long long)dx[0], (long long)(dx[1] * dx[2]), (long long)(dy[1] * dy[2]));
-        return true;
-    }
-    case DLC_OP_AVGPOOL_GRAD:
-        put_pool(o, op, &y->type, &x->type);
-        put(o, "    dlrt_avgpool_backward(&pool, n, a0, r0);\n");
-        return true;
-    case DLC_OP_GLOBALAVGPOOL:
-        put(o, "    dlrt_globalavgpool_forward(n, %lld, %lld, a0, r0);\n",
-            (long long)x->type.dims[0], (long long)(x->type.dims[1] * x->type.dims[2]));
-        return true;
-    case DLC_OP_GLOBALAVGPOOL_GRAD:
-        put(o, "    dlrt_globalavgpool_backward(n, %lld, %lld, a0, %s, r0);\n",
-            (long long)y->type.dims[0], (long long)(y->type.dims[1] * y->type.dims[2]),
-            relu_y(cpu, op));
-        return true;
-    case DLC_OP_FLATTEN: case DLC_OP_RESHAPE: /* nothing to copy in place */
-        put(o, "    if (r0 != a0)\n        memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
-        return true;
-    case DLC_OP_CONCAT: {
-        int axis = norm_axis(attr_i(op, "axis"), y->type.rank);
-        int64_t before, after_y, offset = 0;
-        around_axis(&y->type, axis, &before, &after_y);
-        int64_t row_y = y->type.dims[axis] * after_y;
-        for (int i = 0; i < op->nin; i++) {
-            int64_t row = op->in[i]->type.dims[axis] * after_y;
-            put(o, "    dlrt_copy_rows(n * %lld, %lld, a%d, %lld, 0, r0, %lld, %lld);\n",
-                (long long)before, (long long)row, i, (long long)row, (long long)row_y,
-                (long long)offset);
-            offset += row;
-        }
-        return true;
-    }
-    case DLC_OP_SLICE: {
-        int axis = norm_axis(attr_i(op, "axis"), x->type.rank);
-        int64_t before, after;
-        around_axis(&x->type, axis, &before, &after);
-        int64_t row_x = x->type.dims[axis] * after, row_y = y->type.dims[axis] * after;
-        int64_t offset = attr_i(op, "begin") * after;
-        int mask = dlc_op_relu_grad_mask(op);
-        if (mask >= 0) {
-            /* the ReLU's result, or the concatenation it went into (laid out as x) */
-            bool whole = dlc_type_eq(&op->in[mask]->type, &x->type);
-            put(o, "    dlrt_copy_rows_relu_grad(n * %lld, %lld, a0, %lld, %lld, a1, %lld, %lld, "
-                "r0);\n", (long long)before, (long long)row_y, (long long)row_x, (long long)offset,
-                (long long)(whole ? row_x : row_y), (long long)(whole ? offset : 0));
-        } else
-            put(o, "    dlrt_copy_rows(n * %lld, %lld, a0, %lld, %lld, r0, %lld, 0);\n",
-                (long long)before, (long long)row_y, (long long)row_x, (long long)offset,
-                (long long)row_y);
-        return true;
-    }
-    case DLC_OP_SOFTMAX: case DLC_OP_SOFTMAX_GRAD: {
-        int axis = norm_axis(attr_i(op, "axis"), x->type.rank);
-        int64_t before, after;
-        around_axis(&x->type, axis, &before, &after);
-        if (op->kind == DLC_OP_SOFTMAX)
-            put(o, "    dlrt_softmax_forward(n * %lld, %lld, %lld, a0, r0);\n", (long long)before,
-                (long long)x->type.dims[axis], (long long)after);
-        else
-            put(o, "    dlrt_softmax_backward(n * %lld, %lld, %lld, a0, a1, r0);\n",
-                (long long)before, (long long)x->type.dims[axis], (long long)after);
-        return true;
-    }
-    case DLC_OP_CROSS_ENTROPY:
-        put(o, "    r0[0] = (%s)dlrt_cross_entropy(a0, a1, n, %lld, NULL);\n", cpu->real, ne);
-        return true;
-    case DLC_OP_CROSS_ENTROPY_GRAD:
-        put(o, "    dlrt_cross_entropy(a0, a1, n, %lld, r0);\n", ne);
-        return true;
-    case DLC_OP_MSE:
-        put(o, "    r0[0] = (%s)dlrt_mse(a0, a1, n, %lld, NULL);\n", cpu->real, ne);
-        return true;
-    case DLC_OP_MSE_GRAD:
-        put(o, "    dlrt_mse(a0, a1, n, %lld, r0);\n", ne);
-        return true;
-    case DLC_OP_BIAS_GRAD:
-        put(o, "    dlrt_bias_backward(n, %lld, %lld, a0, r0);\n", (long long)y->type.dims[0],
-            (long long)(numel(x) / y->type.dims[0]));
-        return true;
-    case DLC_OP_DENSE_GRAD_INPUT:
-        put(o, "    dlrt_dense_backward_input(n, %lld, %lld, a0, %s, %s, r0);\n", (long long)numel(y), ne,
-            weight(cpu, op), relu_y(cpu, op));
-        return true;
-    case DLC_OP_DENSE_GRAD_WEIGHT:
-        put(o, "    dlrt_dense_backward_weight(n, %lld, %lld, a0, a1, r0);\n",
-            (long long)numel(op->in[1]), ne);
-        return true;
-    case DLC_OP_CONV2D_GRAD_INPUT:
-        put_conv(cpu, o, op, &y->type, &x->type);
-        put(o, "    dlrt_conv2d_backward_input(&cv, n, a0, %s, %s, r0, work, threads);\n",
-            weight(cpu, op), relu_y(cpu, op));
-        return true;
-    case DLC_OP_CONV2D_GRAD_WEIGHT:
-        put_conv(cpu, o, op, &op->in[1]->type, &x->type);
-        put(o, "    dlrt_conv2d_backward_weight(&cv, n, a0, a1, r0, work, threads);\n");
-        return true;
-    case DLC_OP_SGD_UPDATE:
-        put(o, "    dlrt_sgd_update(%lld, a0, a1, %s, %s, %s, a2, %s);\n", ne,
-            cfloat(cpu, attr_f(op, "momentum")), attr_b(op, "nesterov") ? "true" : "false",
-            cfloat(cpu, attr_f(op, "weight_decay")), op->nparams == 2 ? "a3" : "NULL");
-        return true;
-    case DLC_OP_DENSE_SGD_UPDATE:
-        put(o, "    dlrt_dense_sgd_update(n, %lld, %lld, a0, a1, a2, %s, %s, a3, %s);\n",
-            (long long)numel(op->in[1]), ne, cfloat(cpu, attr_f(op, "momentum")),
-            cfloat(cpu, attr_f(op, "weight_decay")), op->nparams == 2 ? "a4" : "NULL");
-        return true;
-    case DLC_OP_ADAM_UPDATE:
-        put(o, "    dlrt_adam_update(%lld, a0, a1, a2, %s, %s, %s, %s, a3, a4, a5);\n", ne,
-            cfloat(cpu, attr_f(op, "beta1")), cfloat(cpu, attr_f(op, "beta2")),
-            cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "weight_decay")));
-        return true;
-    case DLC_OP_DENSE_ADAM_UPDATE:
-        put(o, "    dlrt_dense_adam_update(n, %lld, %lld, a0, a1, a2, a3, %s, %s, %s, %s, a4, a5, "
-            "a6);\n", (long long)numel(op->in[1]), ne, cfloat(cpu, attr_f(op, "beta1")),
-            cfloat(cpu, attr_f(op, "beta2")), cfloat(cpu, attr_f(op, "eps")),
-            cfloat(cpu, attr_f(op, "weight_decay")));
-        return true;
-    case DLC_OP_BATCHNORM: case DLC_OP_BATCHNORM_TRAIN: case DLC_OP_BATCHNORM_NORMALIZE: {
-        long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
-        if (op->kind == DLC_OP_BATCHNORM)
-            put(o, "    dlrt_batchnorm_forward_eval(n, %lld, %lld, %s, a0, a1, a2, a3, a4, r0);\n", c,
-                hw, cfloat(cpu, attr_f(op, "eps")));
-        else if (op->kind == DLC_OP_BATCHNORM_TRAIN)
-            put(o, "    dlrt_batchnorm_forward_train(n, %lld, %lld, %s, %s, a0, a1, a2, a3, a4, r0, r1, r2);\n",
-                c, hw, cfloat(cpu, attr_f(op, "eps")), cfloat(cpu, attr_f(op, "momentum")));
-        else
-            put(o, "    dlrt_batchnorm_normalize(n, %lld, %lld, a0, a1, a2, a3, a4, r0);\n", c, hw);
-        if (dlc_op_fused_relu(op))
-            put(o, "    dlrt_relu_forward(n * %lld, r0, r0);\n", c * hw);
-        return true;
-    }
-    case DLC_OP_BATCHNORM_GRAD_INPUT: case DLC_OP_BATCHNORM_GRAD_WEIGHT: {
-        long long c = (long long)x->type.dims[0], hw = (long long)(numel(x) / x->type.dims[0]);
-        put(o, "    dlrt_batchnorm_backward_%s(n, %lld, %lld, a0, a1, a2, a3, %sr0);\n",
-            op->kind == DLC_OP_BATCHNORM_GRAD_INPUT ? "input" : "weight", c, hw,
-            op->kind == DLC_OP_BATCHNORM_GRAD_INPUT ? "a4, " : "");
-        return true;
-    }
-    case DLC_OP_DROPOUT: /* inference: the identity */
-        put(o, "    if (r0 != a0)\n        memcpy(r0, a0, sizeof *r0 * n * %lld);\n", ne);
-        return true;
-    case DLC_OP_DROPOUT_TRAIN:
-        put(o, "    dlrt_dropout_forward(n * %lld, %s, seed, a0, r0, r1);\n", ne,
-            cfloat(cpu, attr_f(op, "p")));
-        return true;
-    case DLC_OP_DROPOUT_GRAD:
-        put(o, "    dlrt_dropout_backward(n * %lld, a0, a1, %s, r0);\n", ne, relu_y(cpu, op));
-        return true;
-    case DLC_OP_PARAM_GRAD:
-        return true; /* the optimizer pass did not run: only NAME_gradients keeps them */
-    default:
-        dlc_error(cpu->ctx, op->loc, "cpu: %s is not supported by the CPU code generator yet",
-                  dlc_op_info(op->kind)->name);
-        return false;
-    }
-}
-
-/* The body of op's function, with the kernels of the element type: put_body
- * writes the f32 kernels' names (dlrt_relu_forward), which f64 code calls
- * with the suffix _f64 (every call in a body is a kernel's). */
-static void put_kernel_calls(Cpu *cpu, Out *o, const DlcOp *op) {
-    Out body = {.name = o->name};
-    body.f = open_memstream(&body.buf, &body.len);
-    cpu->ok &= put_body(cpu, &body, op);
-    fclose(body.f);
-    for (const char *p = body.buf; *p;) {
-        const char *call = strstr(p, "dlrt_");
+/* The body text of an op's function into o, with the kernels of the
+ * element type: an emission function writes the f32 kernels' names
+ * (dlrt_relu_forward), which f64 code calls with the suffix _f64 (every
+ * call in such a body is a kernel's; one that has the suffix keeps it). */
+static void put_kernel_calls(Cpu *cpu, Out *o, const char *body) {
+    size_t k = strlen(cpu->k);
+    for (const char *p = body; *p;) {
+        const char *call = k ? strstr(p, "dlrt_") : NULL;
         if (!call) {
-            put(o, "%s", p);
+            dlc_cpu_write(o, p, strlen(p));
             break;
         }
         size_t len = strspn(call, "abcdefghijklmnopqrstuvwxyz0123456789_");
-        put(o, "%.*s%s", (int)(call + len - p), p, call[len] == '(' ? cpu->k : "");
+        bool suffixed = len >= k && memcmp(call + len - k, cpu->k, k) == 0;
+        dlc_cpu_write(o, p, (size_t)(call + len - p));
+        if (call[len] == '(' && !suffixed)
+            put(o, "%s", cpu->k);
         p = call + len;
     }
-    free(body.buf);
 }
 
-static bool writes_operand(const DlcOp *op, int i) {
-    /* updates change their parameter and state in place, batchnorm_train
-       its running statistics */
-    if (op->kind == DLC_OP_BATCHNORM_TRAIN)
-        return i >= op->nin - 2;
-    return dlc_op_is_update(op->kind) && i >= op->nin - op->nparams;
-}
+/* An op's function: its name, and what it takes besides its operands and
+ * results (as its emission said). */
+typedef struct OpFunction {
+    const char *name;
+    bool work; /* scratch: `work` and `threads` */
+    bool seed; /* `seed` */
+} OpFunction;
 
-/* Whether op draws random numbers: its function takes a seed, derived from
- * the network's, the step and the op's position. */
-static bool uses_seed(const DlcOp *op) { return op->kind == DLC_OP_DROPOUT_TRAIN; }
-
-static bool uses_work(const DlcOp *op) {
-    return op->kind == DLC_OP_CONV2D || op->kind == DLC_OP_CONV2D_GRAD_INPUT ||
-           op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
-}
-
-/* static void opK_name(int64_t n, const float *restrict a0, ..., float *restrict r0) */
-static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const char *net_tag) {
+/* static void opK_name(int64_t n, const float *restrict a0, ..., float *restrict r0)
+ *
+ * Its body comes first, from the op's emission function or, for a
+ * convolution the tile pass gave a register block, dlc's own loops, since
+ * what the body needs decides the function's parameters. */
+static OpFunction op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const char *net_tag) {
     const char *fname = dlc_arena_printf(&cpu->arena, "%s_op%d_%s", net_tag, k,
                                          op->nout ? ident(cpu, op->out[0]->name)
                                                   : dlc_op_info(op->kind)->name);
     const char *path = dlc_ctx_path(cpu->ctx, op->loc);
+    Emit e = emit_state(cpu);
     bool direct = dlc_cpu_is_direct_conv(op);
-    const char *pack = dlc_cpu_direct_conv_packed(op, cpu->real)
+    const char *pack = dlc_cpu_direct_conv_packed(&e, op)
                            ? dlc_arena_printf(&cpu->arena, "%s_pack", fname)
                            : NULL;
+    Out body = {.name = o->name};
+    body.f = open_memstream(&body.buf, &body.len);
+    if (direct)
+        dlc_cpu_direct_conv(&e, &body, op, pack);
+    else
+        emit_op[op->kind](&e, &body, op);
+    fclose(body.f);
+    if (e.scratch)
+        DLC_PUSH(&cpu->arena, cpu->scratch, cpu->nscratch, cpu->capscratch, e.scratch);
+
     if (pack)
-        dlc_cpu_direct_conv_pack(o, op, cpu->real, pack);
+        dlc_cpu_direct_conv_pack(&e, o, op, pack);
     put(o, "\n");
     if (direct)
         dlc_cpu_direct_conv_contract(o, true);
@@ -632,38 +267,39 @@ static const char *op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const c
         if (!v->type.batched && v->type.rank == 0 && v->kind == DLC_VAL_INPUT)
             put(o, ", %s a%d", ctype(cpu, v), i); /* a scalar input: lr, step */
         else
-            put(o, ", %s%s *%sa%d", writes_operand(op, i) ? "" : "const ", ctype(cpu, v),
+            put(o, ", %s%s *%sa%d", i >= op->nin - e.written ? "" : "const ", ctype(cpu, v),
                 restrict_kw, i);
     }
     for (int r = 0; r < op->nout; r++)
         put(o, ", %s *%sr%d", ctype(cpu, op->out[r]), restrict_kw, r);
-    if (uses_work(op))
+    if (e.scratch)
         put(o, ", %s *restrict work, int threads", cpu->real);
     if (pack)
         put(o, ", const %s *restrict packed", cpu->real);
-    if (uses_seed(op))
+    if (e.seed)
         put(o, ", uint64_t seed");
     put(o, ") {\n");
     put(o, "    (void)n;\n");
-    put_batchnorm_fold(cpu, o, op);
-    if (direct)
-        dlc_cpu_direct_conv(o, op, cpu->real, pack); /* calls no kernel of libdlrt's */
+    if (direct) /* calls no kernel of libdlrt's */
+        dlc_cpu_write(o, body.buf, body.len);
     else
-        put_kernel_calls(cpu, o, op);
+        put_kernel_calls(cpu, o, body.buf);
+    free(body.buf);
     put(o, "}\n");
     if (located) /* back to this file's own lines */
         put(o, "#line %d \"%s\"\n", o->line + 2, o->name);
     if (direct)
         dlc_cpu_direct_conv_contract(o, false);
-    return fname;
+    return (OpFunction){.name = fname, .work = e.scratch != NULL, .seed = e.seed};
 }
 
 /* An op's share of net->packed (NAME_freeze): its packed weights, rounded
  * up to whole cache lines, so that each op's weights start on a line as
  * the buffer does (dlrt_alloc); 0 for an op that packs none. */
-static int64_t packed_span(const Cpu *cpu, const DlcOp *op) {
+static int64_t packed_span(Cpu *cpu, const DlcOp *op) {
     int64_t line = 64 / (cpu->f64 ? 8 : 4); /* DLRT_ALIGN bytes, in elements */
-    int64_t n = dlc_cpu_direct_conv_packed(op, cpu->real);
+    Emit e = emit_state(cpu);
+    int64_t n = dlc_cpu_direct_conv_packed(&e, op);
     return (n + line - 1) / line * line;
 }
 
@@ -686,17 +322,32 @@ static const char *op_row(Cpu *cpu, const DlcOp *op, const char *fname) {
     return lit;
 }
 
+/* The step without updates (NAME_gradients) copies the gradient that
+ * update op would consume; dense_sgd_update and dense_adam_update compute
+ * it there. */
+static void put_gradient_copy(Cpu *cpu, Out *o, const DlcOp *op, const DlcMemPlan *plan) {
+    const DlcValue *p = op->in[op->nin - op->nparams];
+    long long off = (long long)gradient_copy_offset(cpu, p);
+    if (dlc_op_is_dense_update(op->kind))
+        put(o, "dlrt_dense_backward_weight%s(n, %lld, %lld, %s, %s, net->grads + %lld);\n", cpu->k,
+            (long long)numel(op->in[1]), (long long)numel(op->in[0]), where(cpu, plan, op->in[0]),
+            where(cpu, plan, op->in[1]), off);
+    else
+        put(o, "memcpy(net->grads + %lld, %s, sizeof *net->grads * %lld);\n", off,
+            where(cpu, plan, op->in[0]), (long long)numel(op->in[0]));
+}
+
 /* The functions of one network, and the function that runs them in order. */
 static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPlan *plan,
                         const char *tag) {
-    const char **fn = dlc_arena_alloc(&cpu->arena, sizeof(char *) * (size_t)(net->nops + 1));
+    OpFunction *fn = dlc_arena_alloc(&cpu->arena, sizeof *fn * (size_t)(net->nops + 1));
     for (int i = 0; i < net->nops; i++)
         fn[i] = op_function(cpu, o, net->ops[i], i, tag);
     bool train = net == cpu->train;
     /* the ops' rows of the profile, after those of a network put before */
     int first_row = cpu->nop_rows;
     for (int i = 0; i < net->nops; i++)
-        cpu->op_rows[cpu->nop_rows++] = op_row(cpu, net->ops[i], fn[i]);
+        cpu->op_rows[cpu->nop_rows++] = op_row(cpu, net->ops[i], fn[i].name);
     /* the inference network's packed weights: each op's offset in
        net->packed, given to it in run_infer and to its packing function in
        pack_weights (NAME_freeze), which packs them all */
@@ -723,12 +374,12 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     }
     for (int i = 0; i < net->nops; i++) {
         const DlcOp *op = net->ops[i];
-        put(o, "    %s%s(n", dlc_op_is_update(op->kind) ? "if (update)\n        " : "", fn[i]);
+        put(o, "    %s%s(n", dlc_op_is_update(op->kind) ? "if (update)\n        " : "", fn[i].name);
         for (int j = 0; j < op->nin; j++)
             put(o, ", %s", where(cpu, plan, op->in[j]));
         for (int r = 0; r < op->nout; r++)
             put(o, ", %s", where(cpu, plan, op->out[r]));
-        if (uses_work(op))
+        if (fn[i].work)
             put(o, ", net->work, net->threads");
         int64_t packed = packed_span(cpu, op);
         if (packed && train)
@@ -736,11 +387,12 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         else if (packed) {
             put(o, ", net->frozen ? net->packed + %lld : NULL", (long long)packed_at);
             pack_calls[npack_calls++] = dlc_arena_printf(
-                &cpu->arena, "    %s_pack(%s, net->packed + %lld, 0, 1);\n", fn[i],
-                where(cpu, plan, op->in[dlc_cpu_direct_conv_weight(op)]), (long long)packed_at);
+                &cpu->arena, "    %s_pack(%s, net->packed + %lld, 0, 1);\n", fn[i].name,
+                where(cpu, plan, op->in[op->nin - op->nparams]) /* its weight */,
+                (long long)packed_at);
             packed_at += packed;
         }
-        if (uses_seed(op))
+        if (fn[i].seed)
             put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
         put(o, ");\n");
         /* the gradient dies here: NAME_gradients keeps a copy */
@@ -917,29 +569,14 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
        larger of each part covers both */
     int64_t act_b = fig->arena[0], act_u = fig->arena[1];
     put(o, "\n/* ---- the API (%s.h) ---- */\n\n", p);
-    /* convolution geometries, for the scratch size */
+    /* the most scratch any op's function takes (the convolutions') */
     put(o, "/* Scratch for the convolutions run by `threads` workers. */\n"
            "static int64_t work_floats(int threads) {\n    int64_t most = 0;\n    (void)threads;\n");
-    const DlcNetwork *nets[2] = {net, cpu->train};
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; nets[k] && i < nets[k]->nops; i++) {
-            const DlcOp *op = nets[k]->ops[i];
-            if (!uses_work(op))
-                continue;
-            const DlcType *x, *y;
-            dlc_conv_images(op, &x, &y);
-            put(o, "    {\n");
-            if (dlc_cpu_is_direct_conv(op)) {
-                int64_t shared, slice;
-                dlc_cpu_direct_conv_work(op, cpu->real, &shared, &slice);
-                put(o, "    int64_t w = %lld + %lld * (int64_t)threads;\n", (long long)shared,
-                    (long long)slice);
-            } else {
-                put_conv(cpu, o, op, x, y);
-                put(o, "    int64_t w = dlrt_conv2d_workspace(&cv, threads);\n");
-            }
-            put(o, "    if (w > most)\n        most = w;\n    }\n");
-        }
+    for (int i = 0; i < cpu->nscratch; i++) {
+        put(o, "    {\n");
+        put(o, "%s", cpu->scratch[i]);
+        put(o, "    if (w > most)\n        most = w;\n    }\n");
+    }
     put(o, "    return most;\n}\n\n");
     put(o, "size_t %s_memory(int64_t max_batch) {\n"
            "    return sizeof(%s) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(dlrt_threads()));\n}\n\n",
@@ -1273,23 +910,11 @@ static void put_model(Cpu *cpu, Out *o) {
 
 /* ---- files ---------------------------------------------------------------- */
 
-/* Writes text to dir/name through a temporary file renamed into place. */
-static bool write_file(DlcCtx *ctx, const char *dir, const char *name, const char *text,
-                       size_t len) {
-    char path[4096], tmp[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s.tmp%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    bool ok = f && fwrite(text, 1, len, f) == len;
-    if (f)
-        ok &= fclose(f) == 0;
-    if (ok)
-        ok = rename(tmp, path) == 0;
-    if (!ok) {
-        dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", path, strerror(errno));
-        unlink(tmp);
-    }
-    return ok;
+/* Writes o's text to dir/name (dlc_write_file: atomically). */
+static bool write_out(DlcCtx *ctx, const char *dir, const Out *o) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, o->name);
+    return dlc_write_file(ctx, path, o->buf, o->len);
 }
 
 static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
@@ -1389,8 +1014,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     put(&h, "\n#endif\n");
     fclose(h.f);
     fclose(c.f);
-    bool ok = cpu.ok && write_file(ctx, dir, hname, h.buf, h.len) &&
-              write_file(ctx, dir, cname, c.buf, c.len);
+    bool ok = cpu.ok && write_out(ctx, dir, &h) && write_out(ctx, dir, &c);
     free(h.buf);
     free(c.buf);
     dlc_arena_free(&cpu.arena);

@@ -65,10 +65,9 @@
  * programs and as many builds do) never fuses a multiply and an add, since
  * that rounds once where the source rounds twice.  The functions are
  * therefore wrapped in GCC's optimize pragma for -ffp-contract=fast (Clang
- * fuses within an expression by default and ignores it).  Measured on
- * LeNet-5 on a 2-core AVX2 machine: inference at batch 1 13% faster,
- * training at batch 64 7%.  The rest of the generated file, and libdlrt,
- * keep ISO rounding (the optimizers round as torch.optim's).
+ * fuses within an expression by default and ignores it).  The rest of the
+ * generated file, and libdlrt, keep ISO rounding (the optimizers round as
+ * torch.optim's).
  *
  * Registers: a vector loaded once per tap for several multiply-adds (a
  * register of weights, of input, of dy) passes through IN_REGISTER, an
@@ -77,11 +76,8 @@
  * that uses it, as a memory operand: a load per multiply-add instead of
  * one per block, so the blocks waited on loads (LeNet-5's weight gradient
  * of the first convolution, 5 input registers for 2 filters: 12 loads per
- * 10 FMAs).  Measured on LeNet-5's training step at 1 thread on the 2-core
- * AVX2 machine: that weight gradient 33% faster, the second convolution's
- * product 24%, the first's 8%, the others unchanged; the step 10%.  It is
- * defined only where the compiler targets the vector's width (GCC's and
- * Clang's "v" constraint), and is a no-op otherwise.
+ * 10 FMAs).  It is defined only where the compiler targets the vector's
+ * width (GCC's and Clang's "v" constraint), and is a no-op otherwise.
  *
  * Threads: the samples are split statically among the workers, each with
  * its own slice of `work` (the padded copies; for the weight gradient, a
@@ -94,27 +90,19 @@
  * (put_filter_lanes_product).  The blocks and their sums are those of the
  * whole sample, so the bits are the same.  The loops over the blocks keep
  * their constant bounds and skip another part's blocks: with the part's
- * bounds in them, GCC's code for LeNet-5's first convolution was a third
- * slower.
+ * bounds in them, GCC compiled them into slower code.
  *
  * Preconditions: the op's attributes passed check_tile (ir/shape.c). */
 #include <string.h>
 
-#include "out.h"
+#include "direct_conv.h"
 
 #define put dlc_cpu_put
 
-static const int64_t *pair(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
-}
-static int64_t int_attr(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].i;
-}
-
+/* The three convolutions are the ops that carry the tile pass's `vector`. */
 bool dlc_cpu_is_direct_conv(const DlcOp *op) {
     int v = dlc_op_attr_index(op->kind, "vector");
-    return (op->kind == DLC_OP_CONV2D || op->kind == DLC_OP_CONV2D_GRAD_INPUT ||
-            op->kind == DLC_OP_CONV2D_GRAD_WEIGHT) && v >= 0 && op->attrs[v].i > 0;
+    return v >= 0 && op->attrs[v].i > 0;
 }
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
@@ -140,8 +128,8 @@ typedef struct Geometry {
 } Geometry;
 
 static Geometry geometry(const DlcOp *op, const char *real) {
-    const int64_t *k = pair(op, "kernel"), *s = pair(op, "stride"), *d = pair(op, "dilation"),
-                  *tile = pair(op, "tile");
+    const int64_t *k = dlc_cpu_attr_pair(op, "kernel"), *s = dlc_cpu_attr_pair(op, "stride"),
+                  *d = dlc_cpu_attr_pair(op, "dilation"), *tile = dlc_cpu_attr_pair(op, "tile");
     DlcConvProduct c;
     if (!dlc_conv_product(op, &c))
         dlc_unreachable("direct_conv: a padding check_tile accepts is negative");
@@ -149,14 +137,14 @@ static Geometry geometry(const DlcOp *op, const char *real) {
                   .co = c.rows, .oh = c.oh, .ow = c.ow,
                   .kh = k[0], .kw = k[1], .sh = s[0], .sw = s[1], .dh = d[0], .dw = d[1],
                   .fb = tile[0],
-                  .bytes = int_attr(op, "vector")};
+                  .bytes = dlc_cpu_attr_i(op, "vector")};
     g.lanes = g.bytes / (strcmp(real, "double") == 0 ? 8 : 4);
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw, g.k = g.ci * g.kh * g.kw;
     g.p = g.oh * g.wp;
     g.filter_lanes = dlc_attr_true(op->kind, op->attrs, "filter_lanes");
     g.scatter = dlc_attr_true(op->kind, op->attrs, "scatter");
     if (g.scatter) {
-        const int64_t *pad = pair(op, "pad");
+        const int64_t *pad = dlc_cpu_attr_pair(op, "pad");
         g.ph = pad[0], g.pw = pad[1];
         g.hp = g.oh + 2 * g.ph, g.wp = g.ow + 2 * g.pw, g.k = g.co * g.kh * g.kw;
         g.p = g.h * g.wp;
@@ -195,12 +183,6 @@ static Geometry geometry(const DlcOp *op, const char *real) {
         g.shared = op->kind == DLC_OP_CONV2D_GRAD_INPUT ? round_up(g.co * g.k, 16) : 0;
     }
     return g;
-}
-
-void dlc_cpu_direct_conv_work(const DlcOp *op, const char *real, int64_t *shared, int64_t *slice) {
-    Geometry g = geometry(op, real);
-    *shared = g.shared;
-    *slice = g.slice;
 }
 
 /* The constants and vector types every body starts with. */
@@ -294,24 +276,18 @@ static void put_workers(Out *o, const char *real, const char *macs, const char *
 }
 
 /* The epilogue of a result element v of filter f, as two C fragments:
- * what follows v's sum (the bias, or a folded batchnorm's scale and shift;
- * bn_scale and bn_shift come from cpu.c) and the value stored (after a
- * fused activation, or an input gradient's fused ReLU gradient, which reads
- * the ReLU's result ym[ox] at the element: relu_y names that operand). */
+ * what follows v's sum (the bias, or a folded batchnorm's scale and shift,
+ * bn_scale and bn_shift: dlc_cpu_put_batchnorm_fold) and the value stored
+ * (after a fused activation, or an input gradient's fused ReLU gradient,
+ * which reads the ReLU's result ym[ox] at the element: relu_y names that
+ * operand).  The fused activations are pattern matching on what the fuse
+ * pass merges: each is written out inline here, as its kernel computes it. */
 typedef struct Epilogue {
     const char *add, *store, *relu_y;
 } Epilogue;
 
-/* The weight operand (after the tensors: a1, or a2 after the ReLU result
- * of a fused relu_grad) */
-int dlc_cpu_direct_conv_weight(const DlcOp *op) { return op->nin - op->nparams; }
-static const char *weight(const DlcOp *op) {
-    static const char *const names[] = {"a0", "a1", "a2", "a3"};
-    return names[dlc_cpu_direct_conv_weight(op)];
-}
-
 static Epilogue epilogue(const DlcOp *op, const char *real) {
-    bool bias = op->kind == DLC_OP_CONV2D && dlc_op_bias(op);
+    bool bias = dlc_op_bias(op) != NULL; /* conv2d's */
     bool f32 = strcmp(real, "float") == 0;
     const char *store = "v";
     if (dlc_op_relu_grad_mask(op) >= 0) /* conv2d_grad_input (dy, y, @w) */
@@ -345,16 +321,14 @@ static Epilogue epilogue(const DlcOp *op, const char *real) {
  * pad the samples together into the slices (a sample's channels split
  * among them) instead of each worker padding the whole sample for itself.
  * A barrier follows each.  With the weights copied by one thread and the
- * sample padded by each worker for itself, GoogLeNet's inception3a 3x3
- * convolution (96 channels of 28x28, 128 filters) took 1.35 ms at batch 1
- * on 2 threads against 2.05 on one; 1.04 this way (2-core AVX2, minimums
- * of 300 calls).
+ * sample padded by each worker for itself, the copies kept a second worker
+ * at batch 1 well short of halving the time.
  *
  * A shared sample is split by blocks of filters where its weights outweigh
  * its padded source, so that each worker copies and reads only its own
  * filters' weights, and by blocks of positions otherwise. */
 static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
-                                     const char *real, const char *pack) {
+                                     const char *real, const char *w, const char *pack) {
     bool by_filters = g->co * g->k > g->ci * g->xps;
     put(o, "    /* a sample shared by workers is split by %s */\n"
            "    enum { BY_FILTERS = %d, UNITS = BY_FILTERS ? CO / FB : PT / PB };\n",
@@ -369,7 +343,7 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
            "            %s(%s, work, me, t);\n"
            "            wt = work;\n"
            "        }\n",
-        real, pack, weight(op));
+        real, pack, w);
     put(o, "        /* parts per sample: 1, each worker padding its samples into its own slice,\n"
            "           or more when the samples are fewer than the workers (t <= n * units,\n"
            "           so a part has a unit at least), sample s padded into slice s by all */\n"
@@ -445,8 +419,9 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
         real, real, real, real, e.add, e.store);
 }
 
-/* conv2d and conv2d_grad_input: the product, then the epilogue. */
-static void put_product(Out *o, const DlcOp *op, const char *real) {
+/* conv2d and conv2d_grad_input: the product, then the epilogue; w is the
+ * weight operand. */
+static void put_product(Out *o, const DlcOp *op, const char *real, const char *w) {
     bool input_grad = op->kind == DLC_OP_CONV2D_GRAD_INPUT;
     if (input_grad) {
         put(o, "    /* the weights flipped, their channel axes swapped: wk[c][f][KH-1-ki][KW-1-kj]\n"
@@ -458,9 +433,9 @@ static void put_product(Out *o, const DlcOp *op, const char *real) {
                "                for (int kj = 0; kj < KW; kj++)\n"
                "                    wk[((c * CI + f) * KH + ki) * KW + kj] =\n"
                "                        %s[((f * CO + c) * KH + KH - 1 - ki) * KW + KW - 1 - kj];\n",
-            real, weight(op));
+            real, w);
     } else
-        put(o, "    const %s *restrict wk = %s;\n", real, weight(op));
+        put(o, "    const %s *restrict wk = %s;\n", real, w);
     put_workers(o, real, "(CO * K * OH * OW)", "OH", "a0", "CI * XPS");
     put(o, "            const %s *xp = mine;\n"
            "            %s *yp = mine + CI * XPS;\n"
@@ -616,7 +591,7 @@ static void put_filter_lanes_weight_gradient(Out *o, const char *real) {
 
 /* conv2d_grad_input with scatter: dx from dy (a0) and w (a1, or a2 after
  * the ReLU result a1 of a fused relu_grad). */
-static void put_scatter_product(Out *o, const DlcOp *op, const char *real) {
+static void put_scatter_product(Out *o, const DlcOp *op, const char *real, const char *w) {
     put_workers(o, real, "(CI * K * H * W)", NULL, NULL, "CI * PT");
     put(o, "            /* dy's rows in the padded width (the rest stays zero), and the\n"
            "               padded input gradient */\n"
@@ -652,7 +627,7 @@ static void put_scatter_product(Out *o, const DlcOp *op, const char *real) {
            "                                for (int j = 0; j < PB / L; j++)\n"
            "                                    *(vecu *)(d + j * L) += acc[i][j];\n"
            "                            }\n"
-           "                        }\n", real, real, weight(op), real, real);
+           "                        }\n", real, real, w, real, real);
     /* the crop into dx, through the ReLU's gradient when one is fused.  The
        element is loaded before the select, not in it: with the load inside
        the select (a masked load once vectorized), GCC 12 at -O3
@@ -691,14 +666,15 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
                "#endif\n");
 }
 
-int64_t dlc_cpu_direct_conv_packed(const DlcOp *op, const char *real) {
+int64_t dlc_cpu_direct_conv_packed(const Emit *e, const DlcOp *op) {
     if (!dlc_cpu_is_direct_conv(op) || op->kind != DLC_OP_CONV2D ||
         !dlc_attr_true(op->kind, op->attrs, "filter_lanes"))
         return 0;
-    return geometry(op, real).shared;
+    return geometry(op, e->real).shared;
 }
 
-void dlc_cpu_direct_conv_pack(Out *o, const DlcOp *op, const char *real, const char *name) {
+void dlc_cpu_direct_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
+    const char *real = e->real;
     Geometry g = geometry(op, real);
     put(o, "\n/* The weights of %s's convolution a block of FB filters at a time, the filters\n"
            " * innermost: wt[f / FB][k][f %% FB] = w[f][k]; worker me of t copies its share\n"
@@ -713,23 +689,24 @@ void dlc_cpu_direct_conv_pack(Out *o, const DlcOp *op, const char *real, const c
         op->out[0]->name, name, real, real, (long long)g.co, (long long)g.k, (long long)g.fb);
 }
 
-void dlc_cpu_direct_conv(Out *o, const DlcOp *op, const char *real, const char *pack) {
+void dlc_cpu_direct_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
+    const char *real = e->real, *w = dlc_cpu_weight(e, op);
     Geometry g = geometry(op, real);
+    e->scratch = dlc_arena_printf(e->arena, "    int64_t w = %lld + %lld * (int64_t)threads;\n",
+                                  (long long)g.shared, (long long)g.slice);
+    dlc_cpu_put_batchnorm_fold(e, o, op);
     put_prologue(o, &g, real);
-    if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU) {
-        char slope[DLC_CPU_LITERAL_MAX];
-        dlc_cpu_literal(slope, op->attrs[dlc_op_attr_index(op->kind, "slope")].f,
-                        strcmp(real, "double") == 0);
-        put(o, "    const %s slope = %s; /* the fused leaky ReLU's */\n", real, slope);
-    }
+    if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU)
+        put(o, "    const %s slope = %s; /* the fused leaky ReLU's */\n", real,
+            dlc_cpu_leaky_slope(e, op));
     if (g.scatter)
-        put_scatter_product(o, op, real);
+        put_scatter_product(o, op, real, w);
     else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         put_filter_lanes_weight_gradient(o, real);
     else if (g.filter_lanes)
-        put_filter_lanes_product(o, op, &g, real, pack);
+        put_filter_lanes_product(o, op, &g, real, w, pack);
     else if (op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)
         put_weight_gradient(o, real);
     else
-        put_product(o, op, real);
+        put_product(o, op, real, w);
 }

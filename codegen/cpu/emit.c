@@ -1,0 +1,83 @@
+/* emit.c — what the C target's emission functions share (emit.h): element
+ * counts, literals, attributes, and the operands and options that several
+ * op families pass to libdlrt the same way (a fused activation, a fused
+ * ReLU gradient, the weight, a folded batchnorm). */
+#include "emit.h"
+
+#define put dlc_cpu_put
+
+int64_t dlc_cpu_numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
+
+const char *dlc_cpu_count(const DlcValue *v) { return v->type.batched ? "n * " : ""; }
+
+const char *dlc_cpu_cfloat(Emit *e, double x) {
+    char buf[DLC_CPU_LITERAL_MAX];
+    dlc_cpu_literal(buf, x, e->f64);
+    return dlc_arena_printf(e->arena, "%s", buf);
+}
+
+int64_t dlc_cpu_attr_i(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].i;
+}
+double dlc_cpu_attr_f(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].f;
+}
+bool dlc_cpu_attr_b(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].b;
+}
+const int64_t *dlc_cpu_attr_pair(const DlcOp *op, const char *name) {
+    return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
+}
+
+int dlc_cpu_axis(const DlcOp *op, const DlcType *t, int64_t *before, int64_t *after) {
+    int64_t a = dlc_cpu_attr_i(op, "axis");
+    int axis = (int)(a < 0 ? a + t->rank : a);
+    *before = *after = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (i < axis)
+            *before *= t->dims[i];
+        if (i > axis)
+            *after *= t->dims[i];
+    }
+    return axis;
+}
+
+/* libdlrt names each DlrtActivation after the op (as the fused attribute
+ * is named after it), so a new activation needs no entry here. */
+const char *dlc_cpu_activation(Emit *e, const DlcOp *op) {
+    DlcOpKind act = dlc_op_fused_activation(op);
+    if (act == DLC_OP_COUNT)
+        return "DLRT_ACT_NONE";
+    char *s = dlc_arena_printf(e->arena, "DLRT_ACT_%s", dlc_op_info(act)->name);
+    for (char *p = s; *p; p++)
+        if (*p >= 'a' && *p <= 'z')
+            *p = (char)(*p - 'a' + 'A');
+    return s;
+}
+
+const char *dlc_cpu_leaky_slope(Emit *e, const DlcOp *op) {
+    if (dlc_op_fused_activation(op) != DLC_OP_LEAKY_RELU)
+        return "0";
+    return dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "slope"));
+}
+
+const char *dlc_cpu_relu_y(Emit *e, const DlcOp *op) {
+    int k = dlc_op_relu_grad_mask(op);
+    return k < 0 ? "NULL" : dlc_arena_printf(e->arena, "a%d", k);
+}
+
+const char *dlc_cpu_weight(Emit *e, const DlcOp *op) {
+    return dlc_arena_printf(e->arena, "a%d", op->nin - op->nparams);
+}
+
+void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op) {
+    int k = dlc_op_folded_batchnorm(op);
+    if (k < 0)
+        return;
+    long long f = (long long)op->out[0]->type.dims[0];
+    put(o, "    /* the folded batchnorm: y = conv * bn_scale + bn_shift per channel */\n"
+           "    %s bn_scale[%lld], bn_shift[%lld];\n"
+           "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
+        e->real, f, f, e->k, f, dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "bn_eps")),
+        dlc_op_bias(op) ? "a2" : "NULL", k, k + 1, k + 2, k + 3);
+}

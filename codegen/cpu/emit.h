@@ -1,0 +1,89 @@
+/* emit.h — the C target's emission of ops, inside codegen/cpu.
+ *
+ * cpu.c writes the program's structure (one static function per op, the
+ * functions that run them, the API); the body of each op's function comes
+ * from the op's emission function, dlc_cpu_emit_<op>, which the cpu column
+ * of ir/ops.def names and cpu.c's table calls.  The emission functions sit
+ * by op family in emit_<family>.c; what several families share is here,
+ * implemented in emit.c.  direct_conv.c (direct_conv.h) uses the same
+ * helpers for the convolutions the tile pass gave a register block.
+ *
+ * An op's function takes its operands as a0, a1, ... (parameters after the
+ * tensors), its results as r0, r1, ... and the batch as n.  A body names
+ * libdlrt's f32 kernels (dlrt_relu_forward); cpu.c appends the kernels'
+ * suffix of the element type (Emit.k) to every call of a body that does
+ * not end with it already. */
+#ifndef DLC_CPU_EMIT_H
+#define DLC_CPU_EMIT_H
+
+#include "../../ir/ir.h"
+#include "out.h"
+
+/* ---- emit.c: the state an emission function reads, and shared helpers ---- */
+
+/* What an op's emission function reads, and what it says of the function
+ * whose body it writes.  cpu.c clears the last three before each call. */
+typedef struct Emit {
+    DlcArena *arena;     /* the literals and names a body makes (cpu.c's, freed
+                            with the network's) */
+    const char *real;    /* the element type in C: float, double */
+    const char *k;       /* the kernels' suffix for it: "", "_f64" */
+    bool f64;            /* the element type is double */
+    /* set by the emission function: what the op's function takes besides
+       its operands and results */
+    const char *scratch; /* statements that set `int64_t w` to the scratch
+                            elements `threads` workers need: the function takes
+                            `real *restrict work, int threads`; NULL for none */
+    bool seed;           /* it takes `uint64_t seed`: it draws random numbers
+                            (derived from the network's seed, the step and the
+                            op's position) */
+    int written;         /* its last `written` operands are written in place
+                            (not const): an update's parameter and state */
+} Emit;
+
+/* Elements per sample of v (all of them for an unbatched value). */
+int64_t dlc_cpu_numel(const DlcValue *v);
+/* "n * " for a batched value, "": the multiplier of an elementwise count. */
+const char *dlc_cpu_count(const DlcValue *v);
+/* x as a literal of the element type (dlc_cpu_literal), in e's arena. */
+const char *dlc_cpu_cfloat(Emit *e, double x);
+
+/* Op attributes by name, which op's kind has (ops.def's schema). */
+int64_t dlc_cpu_attr_i(const DlcOp *op, const char *name);
+double dlc_cpu_attr_f(const DlcOp *op, const char *name);
+bool dlc_cpu_attr_b(const DlcOp *op, const char *name);
+const int64_t *dlc_cpu_attr_pair(const DlcOp *op, const char *name);
+
+/* Op's axis attribute, normalized (a negative axis counts from the end of
+ * t's dimensions), with the elements of t before and after it. */
+int dlc_cpu_axis(const DlcOp *op, const DlcType *t, int64_t *before, int64_t *after);
+
+/* The DlrtActivation that applies op's fused activation (conv2d, dense):
+ * DLRT_ACT_ and the activation's name in capitals, DLRT_ACT_NONE without
+ * one. */
+const char *dlc_cpu_activation(Emit *e, const DlcOp *op);
+/* The slope of op's fused leaky ReLU as a literal of the element type (the
+ * one the separate op's kernel gets), "0" without one. */
+const char *dlc_cpu_leaky_slope(Emit *e, const DlcOp *op);
+/* The operand that holds the ReLU result whose gradient op applies
+ * (relu_grad=true), "NULL" without one. */
+const char *dlc_cpu_relu_y(Emit *e, const DlcOp *op);
+/* The operand of op's first parameter (its weight), after the tensors. */
+const char *dlc_cpu_weight(Emit *e, const DlcOp *op);
+/* A conv2d with a batchnorm folded in (batchnorm=true) starts with the
+ * batchnorm's per-channel scale and shift (bn_scale, bn_shift), from its
+ * parameters as they are at this call (training may have changed them
+ * since the last); nothing for any other op.  Written with e->k, for the
+ * library's convolution and dlc's own loops alike. */
+void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op);
+
+/* ---- emit_*.c: one emission function per op, from ir/ops.def ---------- */
+
+/* dlc_cpu_emit_<op> writes the body of op's function into o. */
+#define CPU(x) void dlc_cpu_emit_##x(Emit *e, Out *o, const DlcOp *op);
+#define OP(id, name, arity, flags, schema, infer, grad, cpu, ptx) cpu
+#include "../../ir/ops.def"
+#undef OP
+#undef CPU
+
+#endif /* DLC_CPU_EMIT_H */

@@ -1,0 +1,55 @@
+/* emit_update.c — the C of the weight updates the optimizer pass appends:
+ * SGD (momentum, Nesterov, weight decay) and Adam, each also in the form
+ * the fuse pass makes with a dense layer's weight gradient, which it then
+ * computes itself and never stores; and param_grad, a gradient that no
+ * update consumes.  An update changes its parameter and state in place.
+ * The step without updates (NAME_gradients) copies each gradient out
+ * instead, which cpu.c writes beside the call. */
+#include "emit.h"
+
+#define put dlc_cpu_put
+
+/* (g, lr, @p[, @p.momentum_buffer]) */
+void dlc_cpu_emit_sgd_update(Emit *e, Out *o, const DlcOp *op) {
+    e->written = op->nparams;
+    put(o, "    dlrt_sgd_update(%lld, a0, a1, %s, %s, %s, a2, %s);\n",
+        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "momentum")),
+        dlc_cpu_attr_b(op, "nesterov") ? "true" : "false",
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")), op->nparams == 2 ? "a3" : "NULL");
+}
+
+/* (g, lr, step, @p, @p.exp_avg, @p.exp_avg_sq) */
+void dlc_cpu_emit_adam_update(Emit *e, Out *o, const DlcOp *op) {
+    e->written = op->nparams;
+    put(o, "    dlrt_adam_update(%lld, a0, a1, a2, %s, %s, %s, %s, a3, a4, a5);\n",
+        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta1")),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta2")),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "eps")),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")));
+}
+
+/* (dy, x, lr, @p[, @p.momentum_buffer]) */
+void dlc_cpu_emit_dense_sgd_update(Emit *e, Out *o, const DlcOp *op) {
+    e->written = op->nparams;
+    put(o, "    dlrt_dense_sgd_update(n, %lld, %lld, a0, a1, a2, %s, %s, a3, %s);\n",
+        (long long)dlc_cpu_numel(op->in[1]), (long long)dlc_cpu_numel(op->in[0]),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "momentum")),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")), op->nparams == 2 ? "a4" : "NULL");
+}
+
+/* (dy, x, lr, step, @p, @p.exp_avg, @p.exp_avg_sq) */
+void dlc_cpu_emit_dense_adam_update(Emit *e, Out *o, const DlcOp *op) {
+    e->written = op->nparams;
+    put(o, "    dlrt_dense_adam_update(n, %lld, %lld, a0, a1, a2, a3, %s, %s, %s, %s, a4, a5, "
+        "a6);\n", (long long)dlc_cpu_numel(op->in[1]), (long long)dlc_cpu_numel(op->in[0]),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta1")),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta2")),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "eps")),
+        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")));
+}
+
+/* (g, @param): the optimizer pass did not run, so nothing consumes the
+ * gradient; only NAME_gradients keeps it */
+void dlc_cpu_emit_param_grad(Emit *e, Out *o, const DlcOp *op) {
+    (void)e, (void)o, (void)op;
+}
