@@ -204,9 +204,19 @@ typedef struct DlcAttr {
 
 #define DLC_MAX_ATTRS 20
 
+/* The attribute names, from attrs.def: dlc's own source reads an op's
+ * attribute by these, so a misspelt name does not compile. */
+typedef enum DlcAttrName {
+#define ATTR(id, name, type) DLC_A_##id,
+#include "attrs.def"
+#undef ATTR
+    DLC_A_COUNT
+} DlcAttrName;
+
 /* One attribute of an op's schema, parsed from the table's schema string. */
 typedef struct DlcAttrSpec {
     const char *name;
+    DlcAttrName id;     /* the name's entry in attrs.def */
     DlcAttrType type;
     bool required;      /* no default: the user must give it */
     int default_from;   /* >= 0: the default is the value of that attribute */
@@ -229,17 +239,26 @@ typedef struct DlcOpInfo {
 const DlcOpInfo *dlc_op_info(DlcOpKind k);
 /* Looks an op up by name; returns DLC_OP_COUNT if there is none. */
 DlcOpKind dlc_op_lookup(const char *name);
-/* Index of an attribute in op k's schema, or -1. */
+/* Index of the attribute spelt `name` in op k's schema, or -1: for names
+ * read from the user's text (the IR parser, the frontend). */
 int dlc_op_attr_index(DlcOpKind k, const char *name);
-/* Whether the bool attribute `name` of an op of kind k is true in attrs
+/* Attribute a's spelling in .dl and .dlir ("filters"). */
+const char *dlc_attr_name(DlcAttrName a);
+/* Index of attribute a in op k's schema (known when the table is built),
+ * or -1 where k has no such attribute. */
+int dlc_op_attr_slot(DlcOpKind k, DlcAttrName a);
+/* Attribute a in attrs, indexed by k's schema (an op being built); an
+ * internal error where k has no such attribute. */
+DlcAttr *dlc_attrs_at(DlcOpKind k, DlcAttr *attrs, DlcAttrName a);
+/* Whether the bool attribute a of an op of kind k is true in attrs
  * (indexed by k's schema); false where k has no such attribute. */
-bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name);
-/* Whether attribute `name` is the tile pass's choice for the one op that
+bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, DlcAttrName a);
+/* Whether attribute a is the tile pass's choice for the one op that
  * carries it (tile, vector, filter_lanes, scatter, band: passes/tile.c),
  * which an op built from another (a gradient from its forward op) must not
  * inherit: a forward convolution's filter lanes are no tile of its input
  * gradient's. */
-bool dlc_attr_is_tile_choice(const char *name);
+bool dlc_attr_is_tile_choice(DlcAttrName a);
 /* The attributes of an op of kind `from` (from_attrs) that kind also has,
  * by name, into out (indexed by kind's schema; the rest zero, for
  * dlc_op_fill_defaults), but for the tile pass's choices: a gradient op's
@@ -401,6 +420,14 @@ struct DlcOp {
     DlcLoc loc;       /* the .dl (or .dlir) place it came from */
 };
 
+/* Op's attribute a, typed: an internal error where op's kind has no such
+ * attribute, or one of another type (ops.c).  Passes and targets read
+ * attributes through these, by attrs.def's names. */
+int64_t dlc_attr_int(const DlcOp *op, DlcAttrName a);
+double dlc_attr_float(const DlcOp *op, DlcAttrName a);
+bool dlc_attr_bool(const DlcOp *op, DlcAttrName a);
+const int64_t *dlc_attr_pair(const DlcOp *op, DlcAttrName a);
+
 /* Whether op has a ReLU fused into it (relu=true: conv2d, dense, batchnorm,
  * batchnorm_train, add; see passes/fuse.c).  In ops.c, beside the schemas. */
 bool dlc_op_fused_relu(const DlcOp *op);
@@ -408,6 +435,9 @@ bool dlc_op_fused_relu(const DlcOp *op);
  * DLC_OP_LEAKY_RELU (relu=true, sigmoid=true, tanh=true, leaky_relu=true
  * with its slope), or DLC_OP_COUNT for none. */
 DlcOpKind dlc_op_fused_activation(const DlcOp *op);
+/* The attribute that fuses activation act into an op (DLC_A_RELU for
+ * DLC_OP_RELU, ...); an internal error for any other op. */
+DlcAttrName dlc_activation_attr(DlcOpKind act);
 /* The operand index of the ReLU result y whose gradient op passes its
  * result through (relu_grad=true: relu_grad(op(...), y)), or -1: 1 (x) for
  * maxpool_grad and lrn_grad, 0 for maxpool_train, else the last tensor

@@ -21,6 +21,18 @@ static DlcOpInfo op_table[DLC_OP_COUNT] = {
 static const char *op_names[DLC_OP_COUNT + 1];
 static bool table_ready;
 
+/* attrs.def: each attribute's spelling and type */
+static const struct {
+    const char *name;
+    DlcAttrType type;
+} attr_names[DLC_A_COUNT] = {
+#define ATTR(id, name_, type_) [DLC_A_##id] = {.name = name_, .type = DLC_ATTR_##type_},
+#include "attrs.def"
+#undef ATTR
+};
+/* slot[k][a]: attribute a's index in op k's schema + 1; 0 for none */
+static signed char slot[DLC_OP_COUNT][DLC_A_COUNT];
+
 static void parse_default(DlcOpInfo *op, DlcAttrSpec *spec, const char *text) {
     char *end;
     for (int i = 0; i < op->nattrs; i++)
@@ -85,6 +97,14 @@ static void parse_schema(DlcOpInfo *op) {
             parse_default(op, spec, eq + 1);
         else
             spec->required = true;
+        int a = 0;
+        while (a < DLC_A_COUNT && strcmp(attr_names[a].name, tok) != 0)
+            a++;
+        if (a == DLC_A_COUNT || attr_names[a].type != spec->type)
+            dlc_unreachable("ops.def: attribute %s of %s is not in attrs.def with that type",
+                            tok, op->name);
+        spec->id = (DlcAttrName)a;
+        slot[op - op_table][a] = (signed char)(op->nattrs + 1);
         op->nattrs++;
     }
 }
@@ -122,25 +142,58 @@ int dlc_op_attr_index(DlcOpKind k, const char *name) {
     return -1;
 }
 
-bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, const char *name) {
-    int i = dlc_op_attr_index(k, name);
+const char *dlc_attr_name(DlcAttrName a) {
+    if ((unsigned)a >= DLC_A_COUNT)
+        dlc_unreachable("bad attribute name %d", (int)a);
+    return attr_names[a].name;
+}
+
+int dlc_op_attr_slot(DlcOpKind k, DlcAttrName a) {
+    dlc_op_info(k);
+    if ((unsigned)a >= DLC_A_COUNT)
+        dlc_unreachable("bad attribute name %d", (int)a);
+    return slot[k][a] - 1;
+}
+
+DlcAttr *dlc_attrs_at(DlcOpKind k, DlcAttr *attrs, DlcAttrName a) {
+    int i = dlc_op_attr_slot(k, a);
+    if (i < 0)
+        dlc_unreachable("%s has no attribute %s", op_table[k].name, attr_names[a].name);
+    return &attrs[i];
+}
+
+/* op's attribute a, which must be of type t */
+static const DlcAttr *attr_of(const DlcOp *op, DlcAttrName a, DlcAttrType t) {
+    int i = dlc_op_attr_slot(op->kind, a);
+    if (i < 0 || op_table[op->kind].attrs[i].type != t)
+        dlc_unreachable("%s has no attribute %s of that type", op_table[op->kind].name,
+                        attr_names[a].name);
+    return &op->attrs[i];
+}
+
+int64_t dlc_attr_int(const DlcOp *op, DlcAttrName a) { return attr_of(op, a, DLC_ATTR_INT)->i; }
+double dlc_attr_float(const DlcOp *op, DlcAttrName a) { return attr_of(op, a, DLC_ATTR_FLOAT)->f; }
+bool dlc_attr_bool(const DlcOp *op, DlcAttrName a) { return attr_of(op, a, DLC_ATTR_BOOL)->b; }
+const int64_t *dlc_attr_pair(const DlcOp *op, DlcAttrName a) {
+    return attr_of(op, a, DLC_ATTR_PAIR)->pair;
+}
+
+bool dlc_attr_true(DlcOpKind k, const DlcAttr *attrs, DlcAttrName a) {
+    int i = dlc_op_attr_slot(k, a);
     return i >= 0 && attrs[i].b;
 }
 
-bool dlc_attr_is_tile_choice(const char *name) {
-    static const char *const names[] = {"tile", "vector", "filter_lanes", "scatter", "band"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (strcmp(name, names[i]) == 0)
-            return true;
-    return false;
+bool dlc_attr_is_tile_choice(DlcAttrName a) {
+    return a == DLC_A_TILE || a == DLC_A_VECTOR || a == DLC_A_FILTER_LANES ||
+           a == DLC_A_SCATTER || a == DLC_A_BAND;
 }
 
 void dlc_attrs_like(DlcOpKind kind, DlcOpKind from, const DlcAttr *from_attrs, DlcAttr *out) {
     memset(out, 0, sizeof(DlcAttr) * DLC_MAX_ATTRS);
     const DlcOpInfo *info = dlc_op_info(kind);
     for (int i = 0; i < info->nattrs; i++) {
-        int j = dlc_op_attr_index(from, info->attrs[i].name);
-        if (j >= 0 && !dlc_attr_is_tile_choice(info->attrs[i].name))
+        int j = dlc_op_attr_slot(from, info->attrs[i].id);
+        if (j >= 0 && !dlc_attr_is_tile_choice(info->attrs[i].id))
             out[i] = from_attrs[j];
     }
 }
@@ -156,11 +209,11 @@ static bool relu_grad_from_x(DlcOpKind k) {
 }
 
 bool dlc_relu_grad_operand(DlcOpKind k, const DlcAttr *attrs) {
-    return !relu_grad_from_x(k) && dlc_attr_true(k, attrs, "relu_grad");
+    return !relu_grad_from_x(k) && dlc_attr_true(k, attrs, DLC_A_RELU_GRAD);
 }
 
 int dlc_op_relu_grad_mask(const DlcOp *op) {
-    if (!dlc_attr_true(op->kind, op->attrs, "relu_grad"))
+    if (!dlc_attr_true(op->kind, op->attrs, DLC_A_RELU_GRAD))
         return -1;
     if (relu_grad_from_x(op->kind))
         return op->kind == DLC_OP_MAXPOOL_TRAIN ? 0 : 1;
@@ -169,7 +222,7 @@ int dlc_op_relu_grad_mask(const DlcOp *op) {
 
 /* op's axis attribute, counted from the front for a type of rank rank */
 static int64_t axis_of(const DlcOp *op, int rank) {
-    int64_t axis = op->attrs[dlc_op_attr_index(op->kind, "axis")].i;
+    int64_t axis = dlc_attr_int(op, DLC_A_AXIS);
     return axis < 0 ? axis + rank : axis;
 }
 
@@ -178,7 +231,7 @@ DlcValue *dlc_concat_operand_sliced(const DlcOp *concat, const DlcOp *slice) {
     int64_t axis = axis_of(slice, whole->rank), at = 0;
     if (!dlc_type_eq(&concat->out[0]->type, whole) || axis_of(concat, whole->rank) != axis)
         return NULL;
-    int64_t begin = slice->attrs[dlc_op_attr_index(slice->kind, "begin")].i;
+    int64_t begin = dlc_attr_int(slice, DLC_A_BEGIN);
     for (int k = 0; k < concat->nin; k++) {
         if (at == begin && dlc_type_eq(&concat->in[k]->type, &slice->out[0]->type))
             return concat->in[k];
@@ -187,25 +240,39 @@ DlcValue *dlc_concat_operand_sliced(const DlcOp *concat, const DlcOp *slice) {
     return NULL;
 }
 
+/* the activations an op may take fused, each with its attribute (spelt as
+   the activation's name) */
+static const struct {
+    DlcOpKind act;
+    DlcAttrName attr;
+} fusable_acts[] = {{DLC_OP_RELU, DLC_A_RELU}, {DLC_OP_SIGMOID, DLC_A_SIGMOID},
+                    {DLC_OP_TANH, DLC_A_TANH}, {DLC_OP_LEAKY_RELU, DLC_A_LEAKY_RELU}};
+
 DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
-    static const DlcOpKind acts[] = {DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH, DLC_OP_LEAKY_RELU};
-    for (size_t k = 0; k < sizeof acts / sizeof *acts; k++) /* the attribute is the op's name */
-        if (dlc_attr_true(op->kind, op->attrs, dlc_op_info(acts[k])->name))
-            return acts[k];
+    for (size_t k = 0; k < sizeof fusable_acts / sizeof *fusable_acts; k++)
+        if (dlc_attr_true(op->kind, op->attrs, fusable_acts[k].attr))
+            return fusable_acts[k].act;
     return DLC_OP_COUNT;
+}
+
+DlcAttrName dlc_activation_attr(DlcOpKind act) {
+    for (size_t k = 0; k < sizeof fusable_acts / sizeof *fusable_acts; k++)
+        if (fusable_acts[k].act == act)
+            return fusable_acts[k].attr;
+    dlc_unreachable("%s is not an activation an op takes fused", dlc_op_info(act)->name);
 }
 
 bool dlc_op_fused_relu(const DlcOp *op) { return dlc_op_fused_activation(op) == DLC_OP_RELU; }
 
 const DlcValue *dlc_op_bias(const DlcOp *op) {
-    int i = dlc_op_attr_index(op->kind, "bias");
-    if (i < 0 || !op->attrs[i].b || (op->kind != DLC_OP_CONV2D && op->kind != DLC_OP_DENSE))
+    if (!dlc_attr_true(op->kind, op->attrs, DLC_A_BIAS) ||
+        (op->kind != DLC_OP_CONV2D && op->kind != DLC_OP_DENSE))
         return NULL;
     return op->in[op->nin - op->nparams + 1]; /* after the weight */
 }
 
 int dlc_op_folded_batchnorm(const DlcOp *op) {
-    return dlc_attr_true(op->kind, op->attrs, "batchnorm") ? op->nin - 4 : -1;
+    return dlc_attr_true(op->kind, op->attrs, DLC_A_BATCHNORM) ? op->nin - 4 : -1;
 }
 
 bool dlc_op_reads(const DlcOp *op, const DlcValue *v) {
@@ -230,10 +297,8 @@ void dlc_conv_images(const DlcOp *op, const DlcType **x, const DlcType **y) {
 bool dlc_conv_product(const DlcOp *op, DlcConvProduct *p) {
     const DlcType *x, *y;
     dlc_conv_images(op, &x, &y);
-    const DlcAttr *a = op->attrs;
-    const int64_t *k = a[dlc_op_attr_index(op->kind, "kernel")].pair,
-                  *pad = a[dlc_op_attr_index(op->kind, "pad")].pair,
-                  *d = a[dlc_op_attr_index(op->kind, "dilation")].pair;
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *pad = dlc_attr_pair(op, DLC_A_PAD),
+                  *d = dlc_attr_pair(op, DLC_A_DILATION);
     if (op->kind != DLC_OP_CONV2D_GRAD_INPUT) {
         *p = (DlcConvProduct){y->dims[0], x->dims[0], x->dims[1], x->dims[2],
                               pad[0], pad[1], y->dims[1], y->dims[2]};

@@ -64,7 +64,7 @@ char *dlc_type_str(const DlcType *t, char *buf, size_t size) {
 
 /* ---- helpers for the rules ---------------------------------------------- */
 
-#define A(name) (inf->attrs[dlc_op_attr_index(inf->kind, name)])
+#define A(id) (*dlc_attrs_at(inf->kind, inf->attrs, DLC_A_##id))
 #define OPNAME (dlc_op_info(inf->kind)->name)
 
 static const char *tstr(const DlcType *t, char buf[DLC_TYPE_STR_MAX]) {
@@ -116,8 +116,9 @@ static bool want_positive(DlcInfer *inf, const char *name, int64_t v, int64_t mi
     return true;
 }
 
-static bool want_pair(DlcInfer *inf, const char *name, int64_t min) {
-    const int64_t *p = A(name).pair;
+static bool want_pair(DlcInfer *inf, DlcAttrName a, int64_t min) {
+    const char *name = dlc_attr_name(a);
+    const int64_t *p = dlc_attrs_at(inf->kind, inf->attrs, a)->pair;
     return want_positive(inf, name, p[0], min) && want_positive(inf, name, p[1], min);
 }
 
@@ -200,17 +201,17 @@ static int64_t window_out(int64_t in, int64_t kernel, int64_t stride,
  * An input gradient with scatter has the same rules: its rows are channels
  * of the input gradient, its columns positions of dy. */
 static bool check_tile(DlcInfer *inf, int64_t rows) {
-    int64_t v = A("vector").i;
-    const int64_t *t = A("tile").pair, *k = A("kernel").pair, *s = A("stride").pair,
-                  *p = A("pad").pair, *d = A("dilation").pair;
-    bool lanes = dlc_attr_true(inf->kind, inf->attrs, "filter_lanes");
-    bool scatter = dlc_attr_true(inf->kind, inf->attrs, "scatter");
+    int64_t v = A(VECTOR).i;
+    const int64_t *t = A(TILE).pair, *k = A(KERNEL).pair, *s = A(STRIDE).pair,
+                  *p = A(PAD).pair, *d = A(DILATION).pair;
+    bool lanes = dlc_attr_true(inf->kind, inf->attrs, DLC_A_FILTER_LANES);
+    bool scatter = dlc_attr_true(inf->kind, inf->attrs, DLC_A_SCATTER);
     if (v == 0 && t[0] == 0 && t[1] == 0 && !lanes && !scatter)
         return true;
     const char *why = NULL;
     if (v != 16 && v != 32 && v != 64)
         why = "vector must be 16, 32 or 64 (bytes of a SIMD register)";
-    else if (A("groups").i != 1)
+    else if (A(GROUPS).i != 1)
         why = "dlc's own loops need groups=1";
     else if ((s[0] != 1 || s[1] != 1) && (inf->kind != DLC_OP_CONV2D || !lanes))
         why = "dlc's own loops need stride 1, except conv2d with filter_lanes";
@@ -240,18 +241,18 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
  * at most; a fused leaky ReLU's slope is not negative, since its gradient
  * is computed from the result, whose sign is then the input's. */
 static bool want_one_activation(DlcInfer *inf) {
-    if (A("relu").b + A("sigmoid").b + A("tanh").b + A("leaky_relu").b > 1) {
+    if (A(RELU).b + A(SIGMOID).b + A(TANH).b + A(LEAKY_RELU).b > 1) {
         dlc_error(inf->ctx, inf->loc,
                   "%s: relu, sigmoid, tanh and leaky_relu exclude each other; set one at most",
                   dlc_op_info(inf->kind)->name);
         return false;
     }
-    if (A("leaky_relu").b && !(A("slope").f >= 0)) {
+    if (A(LEAKY_RELU).b && !(A(SLOPE).f >= 0)) {
         dlc_error(inf->ctx, inf->loc,
                   "%s: leaky_relu=true needs a slope of 0 or more, got %g (its gradient is "
                   "computed from the result); write %s(...) -> leaky_relu(%g)",
-                  dlc_op_info(inf->kind)->name, A("slope").f, dlc_op_info(inf->kind)->name,
-                  A("slope").f);
+                  dlc_op_info(inf->kind)->name, A(SLOPE).f, dlc_op_info(inf->kind)->name,
+                  A(SLOPE).f);
         return false;
     }
     return true;
@@ -260,10 +261,10 @@ static bool want_one_activation(DlcInfer *inf) {
 bool dlc_infer_conv2d(DlcInfer *inf) {
     if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]") || !want_one_activation(inf))
         return false;
-    int64_t f = A("filters").i, g = A("groups").i;
-    if (!want_positive(inf, "filters", f, 1) || !want_pair(inf, "kernel", 1) ||
-        !want_pair(inf, "stride", 1) || !want_pair(inf, "pad", 0) ||
-        !want_pair(inf, "dilation", 1) || !want_positive(inf, "groups", g, 1))
+    int64_t f = A(FILTERS).i, g = A(GROUPS).i;
+    if (!want_positive(inf, "filters", f, 1) || !want_pair(inf, DLC_A_KERNEL, 1) ||
+        !want_pair(inf, DLC_A_STRIDE, 1) || !want_pair(inf, DLC_A_PAD, 0) ||
+        !want_pair(inf, DLC_A_DILATION, 1) || !want_positive(inf, "groups", g, 1))
         return false;
     const DlcType *x = &inf->in[0];
     int64_t c = x->dims[0];
@@ -273,8 +274,8 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
                   "and filters (%lld)", (long long)g, (long long)c, (long long)f);
         return false;
     }
-    const int64_t *k = A("kernel").pair, *s = A("stride").pair,
-                  *p = A("pad").pair, *d = A("dilation").pair;
+    const int64_t *k = A(KERNEL).pair, *s = A(STRIDE).pair,
+                  *p = A(PAD).pair, *d = A(DILATION).pair;
     int64_t oh = window_out(x->dims[1], k[0], s[0], p[0], d[0], false);
     int64_t ow = window_out(x->dims[2], k[1], s[1], p[1], d[1], false);
     if (oh < 1 || ow < 1) {
@@ -289,11 +290,11 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
     set_out(inf, x->dtype, true, 3, (int64_t[]){f, oh, ow});
     add_param(inf, "weight", x->dtype, 4, (int64_t[]){f, c / g, k[0], k[1]},
               DLC_INIT_KAIMING_UNIFORM, true);
-    if (A("bias").b)
+    if (A(BIAS).b)
         add_param(inf, "bias", x->dtype, 1, (int64_t[]){f}, DLC_INIT_ZEROS, true);
-    if (A("batchnorm").b) { /* an inference batchnorm folded in: its parameters */
-        if (!(A("bn_eps").f > 0)) {
-            dlc_error(inf->ctx, inf->loc, "conv2d: bn_eps must be positive, got %g", A("bn_eps").f);
+    if (A(BATCHNORM).b) { /* an inference batchnorm folded in: its parameters */
+        if (!(A(BN_EPS).f > 0)) {
+            dlc_error(inf->ctx, inf->loc, "conv2d: bn_eps must be positive, got %g", A(BN_EPS).f);
             return false;
         }
         add_param(inf, "bn_weight", x->dtype, 1, &f, DLC_INIT_ONES, true);
@@ -307,7 +308,7 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
 bool dlc_infer_dense(DlcInfer *inf) {
     if (!want_tensor(inf, 0, -1, 1, "[N,...]") || !want_one_activation(inf))
         return false;
-    int64_t units = A("units").i;
+    int64_t units = A(UNITS).i;
     if (!want_positive(inf, "units", units, 1))
         return false;
     const DlcType *x = &inf->in[0];
@@ -315,7 +316,7 @@ bool dlc_infer_dense(DlcInfer *inf) {
     set_out(inf, x->dtype, true, 1, (int64_t[]){units});
     add_param(inf, "weight", x->dtype, 2, (int64_t[]){units, in},
               DLC_INIT_KAIMING_UNIFORM, true);
-    if (A("bias").b)
+    if (A(BIAS).b)
         add_param(inf, "bias", x->dtype, 1, (int64_t[]){units}, DLC_INIT_ZEROS, true);
     return check_sizes(inf);
 }
@@ -323,7 +324,7 @@ bool dlc_infer_dense(DlcInfer *inf) {
 bool dlc_infer_batchnorm(DlcInfer *inf) {
     if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
         return false;
-    double eps = A("eps").f, momentum = A("momentum").f;
+    double eps = A(EPS).f, momentum = A(MOMENTUM).f;
     if (!(eps > 0)) {
         dlc_error(inf->ctx, inf->loc, "batchnorm: eps must be positive, got %g", eps);
         return false;
@@ -426,7 +427,7 @@ bool dlc_infer_same(DlcInfer *inf) {
 }
 
 bool dlc_infer_dropout(DlcInfer *inf) {
-    double p = A("p").f;
+    double p = A(P).f;
     if (!(p >= 0 && p < 1)) {
         dlc_error(inf->ctx, inf->loc, "%s: p must be at least 0 and less than 1, got %g",
                   OPNAME, p);
@@ -463,14 +464,14 @@ bool dlc_infer_add(DlcInfer *inf) {
 bool dlc_infer_pool(DlcInfer *inf) {
     if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]"))
         return false;
-    if (!want_pair(inf, "kernel", 1) || !want_pair(inf, "stride", 1) ||
-        !want_pair(inf, "pad", 0))
+    if (!want_pair(inf, DLC_A_KERNEL, 1) || !want_pair(inf, DLC_A_STRIDE, 1) ||
+        !want_pair(inf, DLC_A_PAD, 0))
         return false;
-    const int64_t *k = A("kernel").pair, *s = A("stride").pair, *p = A("pad").pair;
-    bool ceil_mode = A("ceil_mode").b;
-    if (inf->kind == DLC_OP_MAXPOOL && A("band").i < 0) {
+    const int64_t *k = A(KERNEL).pair, *s = A(STRIDE).pair, *p = A(PAD).pair;
+    bool ceil_mode = A(CEIL_MODE).b;
+    if (inf->kind == DLC_OP_MAXPOOL && A(BAND).i < 0) {
         dlc_error(inf->ctx, inf->loc, "%s: band=%lld: the band's output rows must be 0 or more",
-                  OPNAME, (long long)A("band").i);
+                  OPNAME, (long long)A(BAND).i);
         return false;
     }
     for (int i = 0; i < 2; i++)
@@ -522,10 +523,10 @@ bool dlc_infer_concat(DlcInfer *inf) {
     if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
         return false;
     const DlcType *x = &inf->in[0];
-    int axis = norm_axis(A("axis").i, x->rank);
+    int axis = norm_axis(A(AXIS).i, x->rank);
     if (axis < 0) {
         dlc_error(inf->ctx, inf->loc, "concat: axis %lld is out of range for rank %d",
-                  (long long)A("axis").i, x->rank);
+                  (long long)A(AXIS).i, x->rank);
         return false;
     }
     DlcType out = *x;
@@ -550,9 +551,9 @@ bool dlc_infer_concat(DlcInfer *inf) {
 bool dlc_infer_softmax(DlcInfer *inf) {
     if (!want_tensor(inf, 0, -1, 1, "[N,...]"))
         return false;
-    if (norm_axis(A("axis").i, inf->in[0].rank) < 0) {
+    if (norm_axis(A(AXIS).i, inf->in[0].rank) < 0) {
         dlc_error(inf->ctx, inf->loc, "softmax: axis %lld is out of range for rank %d",
-                  (long long)A("axis").i, inf->in[0].rank);
+                  (long long)A(AXIS).i, inf->in[0].rank);
         return false;
     }
     inf->out[inf->nout++] = inf->in[0];
@@ -560,9 +561,9 @@ bool dlc_infer_softmax(DlcInfer *inf) {
 }
 
 bool dlc_infer_leaky_relu(DlcInfer *inf) {
-    if (!isfinite(A("slope").f)) {
+    if (!isfinite(A(SLOPE).f)) {
         dlc_error(inf->ctx, inf->loc, "%s: slope must be a finite number, got %g", OPNAME,
-                  A("slope").f);
+                  A(SLOPE).f);
         return false;
     }
     return dlc_infer_same(inf);
@@ -572,8 +573,8 @@ bool dlc_infer_leaky_relu(DlcInfer *inf) {
 bool dlc_infer_lrn(DlcInfer *inf) {
     if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
         return false;
-    int64_t size = A("size").i;
-    double alpha = A("alpha").f, beta = A("beta").f, k = A("k").f;
+    int64_t size = A(SIZE).i;
+    double alpha = A(ALPHA).f, beta = A(BETA).f, k = A(K).f;
     if (size < 1 || size > inf->in[0].dims[0] * 2 + 1) {
         dlc_error(inf->ctx, inf->loc, "%s: size must be from 1 to 2 * channels + 1 (%lld), got "
                   "%lld", OPNAME, (long long)(inf->in[0].dims[0] * 2 + 1), (long long)size);
@@ -668,7 +669,7 @@ static bool forward_gives(DlcInfer *inf, DlcOpKind kind, const DlcType *x,
     /* the tile is the gradient's own (check_tile), not the forward's */
     dlc_attrs_like(kind, inf->kind, inf->attrs, attrs);
     if (kind == DLC_OP_CONV2D)
-        attrs[dlc_op_attr_index(kind, "bias")] = (DlcAttr){.type = DLC_ATTR_BOOL, .set = true};
+        *dlc_attrs_at(kind, attrs, DLC_A_BIAS) = (DlcAttr){.type = DLC_ATTR_BOOL, .set = true};
     dlc_op_fill_defaults(kind, attrs);
     DlcInfer f = {.ctx = inf->ctx, .loc = inf->loc, .kind = kind, .in = x, .nin = 1,
                   .attrs = attrs};
@@ -761,10 +762,10 @@ bool dlc_infer_conv2d_grad_input(DlcInfer *inf) {
     const DlcType *x = declared(inf, 0);
     if (!x || !forward_gives(inf, DLC_OP_CONV2D, x, &inf->in[0]))
         return false;
-    const int64_t *k = A("kernel").pair;
+    const int64_t *k = A(KERNEL).pair;
     inf->out[inf->nout++] = *x;
     add_param(inf, "weight", x->dtype, 4,
-              (int64_t[]){A("filters").i, x->dims[0] / A("groups").i, k[0], k[1]},
+              (int64_t[]){A(FILTERS).i, x->dims[0] / A(GROUPS).i, k[0], k[1]},
               DLC_INIT_KAIMING_UNIFORM, true);
     return check_tile(inf, x->dims[0]);
 }
@@ -774,10 +775,10 @@ bool dlc_infer_conv2d_grad_weight(DlcInfer *inf) {
     const DlcType *x = &inf->in[1];
     if (!forward_gives(inf, DLC_OP_CONV2D, x, &inf->in[0]))
         return false;
-    const int64_t *k = A("kernel").pair;
+    const int64_t *k = A(KERNEL).pair;
     set_out(inf, x->dtype, false, 4,
-            (int64_t[]){A("filters").i, x->dims[0] / A("groups").i, k[0], k[1]});
-    return check_tile(inf, A("filters").i);
+            (int64_t[]){A(FILTERS).i, x->dims[0] / A(GROUPS).i, k[0], k[1]});
+    return check_tile(inf, A(FILTERS).i);
 }
 
 /* (dy, x) -> dx: the max positions are found again in x */
@@ -858,8 +859,8 @@ bool dlc_infer_slice(DlcInfer *inf) {
     const DlcType *x = &inf->in[0], *y = declared(inf, 0);
     if (!y)
         return false;
-    int axis = norm_axis(A("axis").i, x->rank);
-    int64_t begin = A("begin").i;
+    int axis = norm_axis(A(AXIS).i, x->rank);
+    int64_t begin = A(BEGIN).i;
     bool ok = axis >= 0 && y->dtype == x->dtype && y->batched == x->batched &&
               y->rank == x->rank && begin >= 0;
     for (int d = 0; ok && d < x->rank; d++)
@@ -867,7 +868,7 @@ bool dlc_infer_slice(DlcInfer *inf) {
     if (!ok) {
         char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
         dlc_error(inf->ctx, inf->loc, "slice: %s is not a slice of %s along axis %lld from %lld",
-                  tstr(y, b), tstr(x, a), (long long)A("axis").i, (long long)begin);
+                  tstr(y, b), tstr(x, a), (long long)A(AXIS).i, (long long)begin);
         return false;
     }
     inf->out[inf->nout++] = *y;
@@ -900,8 +901,9 @@ static bool want_scalar(DlcInfer *inf, int i, DlcDType dt, const char *what) {
     return true;
 }
 
-static bool want_unit_interval(DlcInfer *inf, const char *name, bool open_top) {
-    double v = A(name).f;
+static bool want_unit_interval(DlcInfer *inf, DlcAttrName a, bool open_top) {
+    const char *name = dlc_attr_name(a);
+    double v = dlc_attrs_at(inf->kind, inf->attrs, a)->f;
     if (!(v >= 0 && (open_top ? v < 1 : v <= 1))) {
         dlc_error(inf->ctx, inf->loc, "%s: %s must be in [0, 1%c, got %g", OPNAME, name,
                   open_top ? ')' : ']', v);
@@ -914,14 +916,14 @@ static bool want_unit_interval(DlcInfer *inf, const char *name, bool open_top) {
  * operand at `lr` */
 static bool sgd_params(DlcInfer *inf, const DlcType *g, int lr) {
     if (!want_scalar(inf, lr, g->dtype, "learning rate") ||
-        !want_unit_interval(inf, "momentum", true))
+        !want_unit_interval(inf, DLC_A_MOMENTUM, true))
         return false;
-    if (!(A("weight_decay").f >= 0)) {
+    if (!(A(WEIGHT_DECAY).f >= 0)) {
         dlc_error(inf->ctx, inf->loc, "%s: weight_decay must be at least 0", OPNAME);
         return false;
     }
     add_param(inf, "weight", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, true);
-    if (A("momentum").f > 0)
+    if (A(MOMENTUM).f > 0)
         add_param(inf, "momentum_buffer", g->dtype, g->rank, g->dims, DLC_INIT_ZEROS, false);
     return true;
 }
@@ -952,9 +954,9 @@ bool dlc_infer_dense_sgd_update(DlcInfer *inf) {
 static bool adam_params(DlcInfer *inf, const DlcType *g, int lr) {
     if (!want_scalar(inf, lr, g->dtype, "learning rate") ||
         !want_scalar(inf, lr + 1, DLC_I32, "step count") ||
-        !want_unit_interval(inf, "beta1", true) || !want_unit_interval(inf, "beta2", true))
+        !want_unit_interval(inf, DLC_A_BETA1, true) || !want_unit_interval(inf, DLC_A_BETA2, true))
         return false;
-    if (!(A("eps").f > 0) || !(A("weight_decay").f >= 0)) {
+    if (!(A(EPS).f > 0) || !(A(WEIGHT_DECAY).f >= 0)) {
         dlc_error(inf->ctx, inf->loc, "%s: eps must be positive and weight_decay at least 0",
                   OPNAME);
         return false;

@@ -128,8 +128,8 @@ static void count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
     }
 }
 
-static void set_attr(DlcOp *op, const char *name) {
-    op->attrs[dlc_op_attr_index(op->kind, name)].b = true;
+static void set_attr(DlcOp *op, DlcAttrName a) {
+    dlc_attrs_at(op->kind, op->attrs, a)->b = true;
 }
 
 /* The op computing consumer's first operand, as its first result, when the
@@ -149,7 +149,7 @@ static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
     bool conv_or_dense = def->kind == DLC_OP_CONV2D || def->kind == DLC_OP_DENSE;
     double slope = 0;
     if (op->kind == DLC_OP_LEAKY_RELU)
-        slope = op->attrs[dlc_op_attr_index(op->kind, "slope")].f;
+        slope = dlc_attrs_at(op->kind, op->attrs, DLC_A_SLOPE)->f;
     if (op->kind == DLC_OP_RELU) {
         if (!conv_or_dense && def->kind != DLC_OP_ADD && def->kind != DLC_OP_BATCHNORM &&
             def->kind != DLC_OP_BATCHNORM_TRAIN)
@@ -162,9 +162,9 @@ static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
     }
     if (dlc_op_fused_activation(def) != DLC_OP_COUNT)
         return false;
-    set_attr(def, dlc_op_info(op->kind)->name);
+    set_attr(def, dlc_activation_attr(op->kind));
     if (op->kind == DLC_OP_LEAKY_RELU)
-        def->attrs[dlc_op_attr_index(def->kind, "slope")].f = slope;
+        dlc_attrs_at(def->kind, def->attrs, DLC_A_SLOPE)->f = slope;
     return true;
 }
 
@@ -199,11 +199,11 @@ static bool fuse_relu_grad(DlcModule *m, DlcOp *const *before, int nbefore, DlcO
         if (!pool || pool->kind != DLC_OP_MAXPOOL_TRAIN || pool->in[0] != y ||
             (intptr_t)dlc_map_get(uses, argmax->name) != 1 || dlc_op_relu_grad_mask(pool) >= 0)
             return false;
-        set_attr(pool, "relu_grad");
+        set_attr(pool, DLC_A_RELU_GRAD);
         return true;
     }
-    if (dlc_op_attr_index(def->kind, "relu_grad") < 0 ||
-        dlc_attr_true(def->kind, def->attrs, "relu_grad"))
+    if (dlc_op_attr_slot(def->kind, DLC_A_RELU_GRAD) < 0 ||
+        dlc_attr_true(def->kind, def->attrs, DLC_A_RELU_GRAD))
         return false;
     if (def->kind == DLC_OP_MAXPOOL_GRAD || def->kind == DLC_OP_LRN_GRAD) {
         if (def->in[1] != y || (gpu && def->kind == DLC_OP_LRN_GRAD))
@@ -221,7 +221,7 @@ static bool fuse_relu_grad(DlcModule *m, DlcOp *const *before, int nbefore, DlcO
         def->in = in;
         def->nin++;
     }
-    set_attr(def, "relu_grad");
+    set_attr(def, DLC_A_RELU_GRAD);
     return true;
 }
 
@@ -263,11 +263,11 @@ static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
     def->in = in;
     def->nin += 4;
     def->nparams += 4;
-    set_attr(def, "batchnorm");
-    def->attrs[dlc_op_attr_index(def->kind, "bn_eps")].f =
-        op->attrs[dlc_op_attr_index(op->kind, "eps")].f;
+    set_attr(def, DLC_A_BATCHNORM);
+    dlc_attrs_at(def->kind, def->attrs, DLC_A_BN_EPS)->f =
+        dlc_attrs_at(op->kind, op->attrs, DLC_A_EPS)->f;
     if (dlc_op_fused_relu(op))
-        set_attr(def, "relu");
+        set_attr(def, DLC_A_RELU);
     return true;
 }
 
@@ -278,7 +278,7 @@ static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
 static bool fuse_weight_update(DlcModule *m, DlcOp *op, const DlcOp *def) {
     bool sgd = op->kind == DLC_OP_SGD_UPDATE;
     if ((!sgd && op->kind != DLC_OP_ADAM_UPDATE) || def->kind != DLC_OP_DENSE_GRAD_WEIGHT ||
-        (sgd && dlc_attr_true(op->kind, op->attrs, "nesterov")))
+        (sgd && dlc_attr_true(op->kind, op->attrs, DLC_A_NESTEROV)))
         return false;
     DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(op->nin + 1));
     in[0] = def->in[0];

@@ -43,19 +43,19 @@ static DlcAttr number_attr(double x) {
  * beta1, beta2, eps, weight_decay)). */
 static void update_attrs(DlcOpKind kind, const DlcCfg *call, DlcAttr *attrs) {
     memset(attrs, 0, sizeof(DlcAttr) * DLC_MAX_ATTRS);
-#define SET(name, pos, def) \
-    attrs[dlc_op_attr_index(kind, name)] = number_attr(cfg_number(call, name, pos, def))
+#define SET(id, pos, def) \
+    *dlc_attrs_at(kind, attrs, DLC_A_##id) = number_attr(cfg_number(call, dlc_attr_name(DLC_A_##id), pos, def))
     if (kind == DLC_OP_SGD_UPDATE) {
-        SET("momentum", 1, 0.0);
-        SET("weight_decay", 3, 0.0);
+        SET(MOMENTUM, 1, 0.0);
+        SET(WEIGHT_DECAY, 3, 0.0);
         const DlcCfg *nesterov = call ? dlc_cfg_arg(call, "nesterov", 2) : NULL;
-        attrs[dlc_op_attr_index(kind, "nesterov")] =
+        *dlc_attrs_at(kind, attrs, DLC_A_NESTEROV) =
             (DlcAttr){.type = DLC_ATTR_BOOL, .set = true, .b = nesterov && nesterov->b};
     } else {
-        SET("beta1", 1, 0.9);
-        SET("beta2", 2, 0.999);
-        SET("eps", 3, 1e-8);
-        SET("weight_decay", 4, 0.0);
+        SET(BETA1, 1, 0.9);
+        SET(BETA2, 2, 0.999);
+        SET(EPS, 3, 1e-8);
+        SET(WEIGHT_DECAY, 4, 0.0);
     }
 #undef SET
     dlc_op_fill_defaults(kind, attrs);
@@ -105,12 +105,12 @@ static bool optimize_network(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, const D
     DlcOpKind kind = adam ? DLC_OP_ADAM_UPDATE : DLC_OP_SGD_UPDATE;
     DlcAttr attrs[DLC_MAX_ATTRS];
     update_attrs(kind, call, attrs);
-    if (kind == DLC_OP_SGD_UPDATE && attrs[dlc_op_attr_index(kind, "nesterov")].b &&
-        attrs[dlc_op_attr_index(kind, "momentum")].f == 0) {
+    if (kind == DLC_OP_SGD_UPDATE && dlc_attrs_at(kind, attrs, DLC_A_NESTEROV)->b &&
+        dlc_attrs_at(kind, attrs, DLC_A_MOMENTUM)->f == 0) {
         dlc_error(ctx, call->loc, "sgd: nesterov needs a momentum above 0");
         return false;
     }
-    bool has_momentum = kind == DLC_OP_ADAM_UPDATE || attrs[dlc_op_attr_index(kind, "momentum")].f > 0;
+    bool has_momentum = kind == DLC_OP_ADAM_UPDATE || dlc_attrs_at(kind, attrs, DLC_A_MOMENTUM)->f > 0;
 
     /* detach the param_grad ops; the updates are appended in their order,
        then scheduled */

@@ -116,7 +116,7 @@ static bool copy_of(const DlcValue *v, Copy *c) {
         c->kind = DLC_OP_BATCHNORM_NORMALIZE;
         memset(c->attrs, 0, sizeof c->attrs);
         dlc_op_fill_defaults(c->kind, c->attrs);
-        c->attrs[dlc_op_attr_index(c->kind, "relu")].b = dlc_op_fused_relu(d);
+        dlc_attrs_at(c->kind, c->attrs, DLC_A_RELU)->b = dlc_op_fused_relu(d);
         DlcValue *in[] = {d->in[0], d->out[1], d->out[2], d->in[1], d->in[2]};
         memcpy(c->in, in, sizeof in);
         c->nin = 5, c->nparams = 2;
@@ -319,7 +319,7 @@ static bool pools_from_inputs(DlcModule *m, DlcNetwork *net) {
         in[0] = op->in[0], in[1] = pool->in[0];
         op->in = in;
         become(op, DLC_OP_MAXPOOL_GRAD);
-        op->attrs[dlc_op_attr_index(op->kind, "relu_grad")].b = dlc_op_relu_grad_mask(pool) >= 0;
+        dlc_attrs_at(op->kind, op->attrs, DLC_A_RELU_GRAD)->b = dlc_op_relu_grad_mask(pool) >= 0;
         changed = true;
     }
     for (int i = 0; i < net->nops; i++)

@@ -54,7 +54,7 @@ static void set_conv(DlcAttr *a, const void *arg) {
     const Window *w = arg;
     DlcOpKind k = DLC_OP_CONV2D;
 #define SETP(name, v) a[dlc_op_attr_index(k, name)] = (DlcAttr){.type = DLC_ATTR_PAIR, .set = true, .pair = {v, v}}
-    a[dlc_op_attr_index(k, "filters")] = (DlcAttr){.type = DLC_ATTR_INT, .set = true, .i = w->filters};
+    *dlc_attrs_at(k, a, DLC_A_FILTERS) = (DlcAttr){.type = DLC_ATTR_INT, .set = true, .i = w->filters};
     SETP("kernel", w->k);
     SETP("stride", w->s);
     SETP("pad", w->p);
@@ -67,7 +67,7 @@ static void set_pool(DlcAttr *a, const void *arg) {
     SETP("kernel", w->k);
     SETP("stride", w->s);
     SETP("pad", w->p);
-    a[dlc_op_attr_index(k, "ceil_mode")] = (DlcAttr){.type = DLC_ATTR_BOOL, .set = true, .b = w->ceil};
+    *dlc_attrs_at(k, a, DLC_A_CEIL_MODE) = (DlcAttr){.type = DLC_ATTR_BOOL, .set = true, .b = w->ceil};
 #undef SETP
 }
 
@@ -206,8 +206,8 @@ static void test_builder_roundtrip(void) {
     DlcValue *w = dlc_network_add_param(m, net, "c.weight", wt, DLC_INIT_KAIMING_UNIFORM, true, DLC_NOLOC);
     DlcValue *b = dlc_network_add_param(m, net, "c.bias", bt, DLC_INIT_ZEROS, true, DLC_NOLOC);
     DlcAttr attrs[DLC_MAX_ATTRS] = {0};
-    attrs[dlc_op_attr_index(DLC_OP_CONV2D, "filters")] = (DlcAttr){.type = DLC_ATTR_INT, .set = true, .i = 4};
-    attrs[dlc_op_attr_index(DLC_OP_CONV2D, "kernel")] = (DlcAttr){.type = DLC_ATTR_PAIR, .set = true, .pair = {3, 3}};
+    *dlc_attrs_at(DLC_OP_CONV2D, attrs, DLC_A_FILTERS) = (DlcAttr){.type = DLC_ATTR_INT, .set = true, .i = 4};
+    *dlc_attrs_at(DLC_OP_CONV2D, attrs, DLC_A_KERNEL) = (DlcAttr){.type = DLC_ATTR_PAIR, .set = true, .pair = {3, 3}};
     dlc_op_fill_defaults(DLC_OP_CONV2D, attrs);
     DlcType ct = {.dtype = DLC_F32, .batched = true, .rank = 3, .dims = {4, 6, 6}};
     const char *names[] = {dlc_network_unique_name(m, net, "c")};
