@@ -1,7 +1,9 @@
 /* nvptx.h — what the NVPTX target's files share.
  *
  *   kb.c       the kernel builder (kb.h): LLVM IR for loops, ifs, shared memory
- *   kernels.c  the kernels of each op, and how the host launches them
+ *   kernels.c  the kernels of each op, and how the host launches them: the
+ *              op table's ptx column, dispatching to nv_emit_x in emit_*.c
+ *              (emit.h lists them by op family)
  *   nvptx.c    the target: a module per network pair, PTX from LLVM's NVPTX
  *              backend, and the C that embeds the PTX and drives the GPU
  */
