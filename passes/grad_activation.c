@@ -34,7 +34,7 @@ void dlc_grad_leaky_relu(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
        and the leaky ReLU free to fuse into the op computing x; from x
        otherwise */
     DlcValue *x = op->in[0], *y = op->out[0];
-    double slope = op->attrs[dlc_op_attr_index(DLC_OP_LEAKY_RELU, "slope")].f;
+    double slope = dlc_attr_float(op, DLC_A_SLOPE);
     dlc_grad_term(g, op, x, grad_of[op->kind], (DlcValue *[]){dy, slope >= 0 ? y : x}, 2, 0);
 }
 

@@ -13,7 +13,7 @@ void dlc_grad_flatten(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
 
 void dlc_grad_concat(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
     int rank = op->out[0]->type.rank;
-    int64_t axis = op->attrs[dlc_op_attr_index(op->kind, "axis")].i;
+    int64_t axis = dlc_attr_int(op, DLC_A_AXIS);
     if (axis < 0)
         axis += rank;
     int64_t begin = 0;
@@ -24,9 +24,9 @@ void dlc_grad_concat(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
                from the front */
             DlcAttr attrs[DLC_MAX_ATTRS];
             memset(attrs, 0, sizeof attrs);
-            attrs[dlc_op_attr_index(DLC_OP_SLICE, "axis")] =
+            *dlc_attrs_at(DLC_OP_SLICE, attrs, DLC_A_AXIS) =
                 (DlcAttr){.type = DLC_ATTR_INT, .set = true, .i = axis};
-            attrs[dlc_op_attr_index(DLC_OP_SLICE, "begin")] =
+            *dlc_attrs_at(DLC_OP_SLICE, attrs, DLC_A_BEGIN) =
                 (DlcAttr){.type = DLC_ATTR_INT, .set = true, .i = begin};
             dlc_grad_accumulate(g, xi, dlc_grad_emit(g, DLC_OP_SLICE, &dy, 1, 0, attrs, &xi->type,
                                                      dlc_grad_name(g, xi), op->loc),

@@ -101,7 +101,7 @@
 
 /* The three convolutions are the ops that carry the tile pass's `vector`. */
 bool dlc_cpu_is_direct_conv(const DlcOp *op) {
-    int v = dlc_op_attr_index(op->kind, "vector");
+    int v = dlc_op_attr_slot(op->kind, DLC_A_VECTOR);
     return v >= 0 && op->attrs[v].i > 0;
 }
 
@@ -128,8 +128,8 @@ typedef struct Geometry {
 } Geometry;
 
 static Geometry geometry(const DlcOp *op, const char *real) {
-    const int64_t *k = dlc_cpu_attr_pair(op, "kernel"), *s = dlc_cpu_attr_pair(op, "stride"),
-                  *d = dlc_cpu_attr_pair(op, "dilation"), *tile = dlc_cpu_attr_pair(op, "tile");
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *d = dlc_attr_pair(op, DLC_A_DILATION), *tile = dlc_attr_pair(op, DLC_A_TILE);
     DlcConvProduct c;
     if (!dlc_conv_product(op, &c))
         dlc_unreachable("direct_conv: a padding check_tile accepts is negative");
@@ -137,14 +137,14 @@ static Geometry geometry(const DlcOp *op, const char *real) {
                   .co = c.rows, .oh = c.oh, .ow = c.ow,
                   .kh = k[0], .kw = k[1], .sh = s[0], .sw = s[1], .dh = d[0], .dw = d[1],
                   .fb = tile[0],
-                  .bytes = dlc_cpu_attr_i(op, "vector")};
+                  .bytes = dlc_attr_int(op, DLC_A_VECTOR)};
     g.lanes = g.bytes / (strcmp(real, "double") == 0 ? 8 : 4);
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw, g.k = g.ci * g.kh * g.kw;
     g.p = g.oh * g.wp;
-    g.filter_lanes = dlc_attr_true(op->kind, op->attrs, "filter_lanes");
-    g.scatter = dlc_attr_true(op->kind, op->attrs, "scatter");
+    g.filter_lanes = dlc_attr_true(op->kind, op->attrs, DLC_A_FILTER_LANES);
+    g.scatter = dlc_attr_true(op->kind, op->attrs, DLC_A_SCATTER);
     if (g.scatter) {
-        const int64_t *pad = dlc_cpu_attr_pair(op, "pad");
+        const int64_t *pad = dlc_attr_pair(op, DLC_A_PAD);
         g.ph = pad[0], g.pw = pad[1];
         g.hp = g.oh + 2 * g.ph, g.wp = g.ow + 2 * g.pw, g.k = g.co * g.kh * g.kw;
         g.p = g.h * g.wp;
@@ -668,7 +668,7 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
 
 int64_t dlc_cpu_direct_conv_packed(const Emit *e, const DlcOp *op) {
     if (!dlc_cpu_is_direct_conv(op) || op->kind != DLC_OP_CONV2D ||
-        !dlc_attr_true(op->kind, op->attrs, "filter_lanes"))
+        !dlc_attr_true(op->kind, op->attrs, DLC_A_FILTER_LANES))
         return 0;
     return geometry(op, e->real).shared;
 }

@@ -16,21 +16,8 @@ const char *dlc_cpu_cfloat(Emit *e, double x) {
     return dlc_arena_printf(e->arena, "%s", buf);
 }
 
-int64_t dlc_cpu_attr_i(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].i;
-}
-double dlc_cpu_attr_f(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].f;
-}
-bool dlc_cpu_attr_b(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].b;
-}
-const int64_t *dlc_cpu_attr_pair(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
-}
-
 int dlc_cpu_axis(const DlcOp *op, const DlcType *t, int64_t *before, int64_t *after) {
-    int64_t a = dlc_cpu_attr_i(op, "axis");
+    int64_t a = dlc_attr_int(op, DLC_A_AXIS);
     int axis = (int)(a < 0 ? a + t->rank : a);
     *before = *after = 1;
     for (int i = 0; i < t->rank; i++) {
@@ -58,7 +45,7 @@ const char *dlc_cpu_activation(Emit *e, const DlcOp *op) {
 const char *dlc_cpu_leaky_slope(Emit *e, const DlcOp *op) {
     if (dlc_op_fused_activation(op) != DLC_OP_LEAKY_RELU)
         return "0";
-    return dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "slope"));
+    return dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_SLOPE));
 }
 
 const char *dlc_cpu_relu_y(Emit *e, const DlcOp *op) {
@@ -78,6 +65,6 @@ void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op) {
     put(o, "    /* the folded batchnorm: y = conv * bn_scale + bn_shift per channel */\n"
            "    %s bn_scale[%lld], bn_shift[%lld];\n"
            "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
-        e->real, f, f, e->k, f, dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "bn_eps")),
+        e->real, f, f, e->k, f, dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BN_EPS)),
         dlc_op_bias(op) ? "a2" : "NULL", k, k + 1, k + 2, k + 3);
 }

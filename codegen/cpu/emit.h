@@ -48,12 +48,6 @@ const char *dlc_cpu_count(const DlcValue *v);
 /* x as a literal of the element type (dlc_cpu_literal), in e's arena. */
 const char *dlc_cpu_cfloat(Emit *e, double x);
 
-/* Op attributes by name, which op's kind has (ops.def's schema). */
-int64_t dlc_cpu_attr_i(const DlcOp *op, const char *name);
-double dlc_cpu_attr_f(const DlcOp *op, const char *name);
-bool dlc_cpu_attr_b(const DlcOp *op, const char *name);
-const int64_t *dlc_cpu_attr_pair(const DlcOp *op, const char *name);
-
 /* Op's axis attribute, normalized (a negative axis counts from the end of
  * t's dimensions), with the elements of t before and after it. */
 int dlc_cpu_axis(const DlcOp *op, const DlcType *t, int64_t *before, int64_t *after);

@@ -39,7 +39,7 @@ void dlc_cpu_emit_tanh(Emit *e, Out *o, const DlcOp *op) {
 void dlc_cpu_emit_leaky_relu(Emit *e, Out *o, const DlcOp *op) {
     const DlcValue *x = op->in[0];
     put(o, "    dlrt_leaky_relu_forward(%s%lld, %s, a0, r0);\n", dlc_cpu_count(x),
-        (long long)dlc_cpu_numel(x), dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "slope")));
+        (long long)dlc_cpu_numel(x), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_SLOPE)));
 }
 
 void dlc_cpu_emit_relu_grad(Emit *e, Out *o, const DlcOp *op) {
@@ -60,5 +60,5 @@ void dlc_cpu_emit_tanh_grad(Emit *e, Out *o, const DlcOp *op) {
 void dlc_cpu_emit_leaky_relu_grad(Emit *e, Out *o, const DlcOp *op) {
     const DlcValue *dy = op->in[0];
     put(o, "    dlrt_leaky_relu_backward(%s%lld, %s, a0, a1, r0);\n", dlc_cpu_count(dy),
-        (long long)dlc_cpu_numel(dy), dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "slope")));
+        (long long)dlc_cpu_numel(dy), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_SLOPE)));
 }

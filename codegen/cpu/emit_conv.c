@@ -16,8 +16,8 @@
 static void put_conv(Emit *e, Out *o, const DlcOp *op) {
     const DlcType *x, *y;
     dlc_conv_images(op, &x, &y);
-    const int64_t *k = dlc_cpu_attr_pair(op, "kernel"), *s = dlc_cpu_attr_pair(op, "stride"),
-                  *p = dlc_cpu_attr_pair(op, "pad"), *d = dlc_cpu_attr_pair(op, "dilation");
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *p = dlc_attr_pair(op, DLC_A_PAD), *d = dlc_attr_pair(op, DLC_A_DILATION);
     const char *cv = dlc_arena_printf(
         e->arena,
         "    static const DlrtConv cv = {.c = %lld, .h = %lld, .w = %lld, .f = %lld, "
@@ -27,7 +27,7 @@ static void put_conv(Emit *e, Out *o, const DlcOp *op) {
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-        (long long)d[0], (long long)d[1], (long long)dlc_cpu_attr_i(op, "groups"),
+        (long long)d[0], (long long)d[1], (long long)dlc_attr_int(op, DLC_A_GROUPS),
         dlc_cpu_activation(e, op),
         dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU
             ? dlc_arena_printf(e->arena, ", .slope = %s", dlc_cpu_leaky_slope(e, op))

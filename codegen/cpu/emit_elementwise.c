@@ -38,7 +38,7 @@ void dlc_cpu_emit_dropout(Emit *e, Out *o, const DlcOp *op) {
 void dlc_cpu_emit_dropout_train(Emit *e, Out *o, const DlcOp *op) {
     e->seed = true;
     put(o, "    dlrt_dropout_forward(n * %lld, %s, seed, a0, r0, r1);\n",
-        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "p")));
+        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_P)));
 }
 
 /* (dy, mask): dy * mask */

@@ -45,7 +45,7 @@ void dlc_cpu_emit_slice(Emit *e, Out *o, const DlcOp *op) {
     int64_t before, after;
     int axis = dlc_cpu_axis(op, x, &before, &after);
     int64_t row_x = x->dims[axis] * after, row_y = y->dims[axis] * after;
-    int64_t offset = dlc_cpu_attr_i(op, "begin") * after;
+    int64_t offset = dlc_attr_int(op, DLC_A_BEGIN) * after;
     int mask = dlc_op_relu_grad_mask(op);
     if (mask >= 0) {
         /* the ReLU's result, or the concatenation it went into (laid out as x) */

@@ -24,7 +24,7 @@ void dlc_cpu_emit_batchnorm(Emit *e, Out *o, const DlcOp *op) {
     long long c, hw;
     channels(op, &c, &hw);
     put(o, "    dlrt_batchnorm_forward_eval(n, %lld, %lld, %s, a0, a1, a2, a3, a4, r0);\n", c, hw,
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "eps")));
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_EPS)));
     put_fused_relu(o, op, c, hw);
 }
 
@@ -35,8 +35,8 @@ void dlc_cpu_emit_batchnorm_train(Emit *e, Out *o, const DlcOp *op) {
     channels(op, &c, &hw);
     e->written = 2;
     put(o, "    dlrt_batchnorm_forward_train(n, %lld, %lld, %s, %s, a0, a1, a2, a3, a4, r0, r1, "
-           "r2);\n", c, hw, dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "eps")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "momentum")));
+           "r2);\n", c, hw, dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_EPS)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_MOMENTUM)));
     put_fused_relu(o, op, c, hw);
 }
 
@@ -71,8 +71,8 @@ static void put_lrn(Out *o, const DlcOp *op) {
     const DlcType *t = &y->type;
     put(o, "    static const DlrtLrn lrn = {.c = %lld, .hw = %lld, .size = %lld, .alpha = %.17g, "
            ".beta = %.17g, .k = %.17g%s};\n", (long long)t->dims[0],
-        (long long)(dlc_cpu_numel(y) / t->dims[0]), (long long)dlc_cpu_attr_i(op, "size"),
-        dlc_cpu_attr_f(op, "alpha"), dlc_cpu_attr_f(op, "beta"), dlc_cpu_attr_f(op, "k"),
+        (long long)(dlc_cpu_numel(y) / t->dims[0]), (long long)dlc_attr_int(op, DLC_A_SIZE),
+        dlc_attr_float(op, DLC_A_ALPHA), dlc_attr_float(op, DLC_A_BETA), dlc_attr_float(op, DLC_A_K),
         dlc_op_relu_grad_mask(op) >= 0 ? ", .relu_grad = true" : "");
 }
 

@@ -9,10 +9,10 @@
 /* The DlrtPool `pool` of a pooling op from x to y (for a gradient, the
  * forward op's input and output). */
 static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
-    const int64_t *k = dlc_cpu_attr_pair(op, "kernel"), *s = dlc_cpu_attr_pair(op, "stride"),
-                  *p = dlc_cpu_attr_pair(op, "pad");
-    int cip = dlc_op_attr_index(op->kind, "count_include_pad");
-    int band = dlc_op_attr_index(op->kind, "band"); /* maxpool's, the tile pass's choice */
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *p = dlc_attr_pair(op, DLC_A_PAD);
+    int cip = dlc_op_attr_slot(op->kind, DLC_A_COUNT_INCLUDE_PAD);
+    int band = dlc_op_attr_slot(op->kind, DLC_A_BAND); /* maxpool's, the tile pass's choice */
     put(o, "    static const DlrtPool pool = {.c = %lld, .h = %lld, .w = %lld, .oh = %lld, "
            ".ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, "
            ".pw = %lld, .count_include_pad = %s%s",
@@ -20,7 +20,7 @@ static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y
         (long long)y->dims[1], (long long)y->dims[2], (long long)k[0], (long long)k[1],
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         cip >= 0 && op->attrs[cip].b ? "true" : "false",
-        dlc_attr_true(op->kind, op->attrs, "relu_grad") ? ", .relu_grad = true" : "");
+        dlc_attr_true(op->kind, op->attrs, DLC_A_RELU_GRAD) ? ", .relu_grad = true" : "");
     if (band >= 0 && op->attrs[band].i)
         put(o, ", .band = %lld", (long long)op->attrs[band].i);
     put(o, "};\n");

@@ -13,19 +13,19 @@
 void dlc_cpu_emit_sgd_update(Emit *e, Out *o, const DlcOp *op) {
     e->written = op->nparams;
     put(o, "    dlrt_sgd_update(%lld, a0, a1, %s, %s, %s, a2, %s);\n",
-        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "momentum")),
-        dlc_cpu_attr_b(op, "nesterov") ? "true" : "false",
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")), op->nparams == 2 ? "a3" : "NULL");
+        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_MOMENTUM)),
+        dlc_attr_bool(op, DLC_A_NESTEROV) ? "true" : "false",
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_WEIGHT_DECAY)), op->nparams == 2 ? "a3" : "NULL");
 }
 
 /* (g, lr, step, @p, @p.exp_avg, @p.exp_avg_sq) */
 void dlc_cpu_emit_adam_update(Emit *e, Out *o, const DlcOp *op) {
     e->written = op->nparams;
     put(o, "    dlrt_adam_update(%lld, a0, a1, a2, %s, %s, %s, %s, a3, a4, a5);\n",
-        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta1")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta2")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "eps")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")));
+        (long long)dlc_cpu_numel(op->in[0]), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BETA1)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BETA2)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_EPS)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_WEIGHT_DECAY)));
 }
 
 /* (dy, x, lr, @p[, @p.momentum_buffer]) */
@@ -33,8 +33,8 @@ void dlc_cpu_emit_dense_sgd_update(Emit *e, Out *o, const DlcOp *op) {
     e->written = op->nparams;
     put(o, "    dlrt_dense_sgd_update(n, %lld, %lld, a0, a1, a2, %s, %s, a3, %s);\n",
         (long long)dlc_cpu_numel(op->in[1]), (long long)dlc_cpu_numel(op->in[0]),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "momentum")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")), op->nparams == 2 ? "a4" : "NULL");
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_MOMENTUM)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_WEIGHT_DECAY)), op->nparams == 2 ? "a4" : "NULL");
 }
 
 /* (dy, x, lr, step, @p, @p.exp_avg, @p.exp_avg_sq) */
@@ -42,10 +42,10 @@ void dlc_cpu_emit_dense_adam_update(Emit *e, Out *o, const DlcOp *op) {
     e->written = op->nparams;
     put(o, "    dlrt_dense_adam_update(n, %lld, %lld, a0, a1, a2, a3, %s, %s, %s, %s, a4, a5, "
         "a6);\n", (long long)dlc_cpu_numel(op->in[1]), (long long)dlc_cpu_numel(op->in[0]),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta1")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "beta2")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "eps")),
-        dlc_cpu_cfloat(e, dlc_cpu_attr_f(op, "weight_decay")));
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BETA1)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BETA2)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_EPS)),
+        dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_WEIGHT_DECAY)));
 }
 
 /* (g, @param): the optimizer pass did not run, so nothing consumes the

@@ -37,20 +37,6 @@ static inline int64_t nv_numel(const DlcValue *v) { return dlc_type_numel(&v->ty
 static inline int64_t nv_per_n(const DlcValue *v) { return v->type.batched ? nv_numel(v) : 0; }
 static inline int64_t nv_fixed(const DlcValue *v) { return v->type.batched ? 0 : nv_numel(v); }
 
-/* Op attributes by name (the op's schema has them). */
-static inline int64_t nv_attr_i(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].i;
-}
-static inline double nv_attr_f(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].f;
-}
-static inline bool nv_attr_b(const DlcOp *op, const char *name) {
-    return dlc_attr_true(op->kind, op->attrs, name);
-}
-static inline const int64_t *nv_attr_pair(const DlcOp *op, const char *name) {
-    return op->attrs[dlc_op_attr_index(op->kind, name)].pair;
-}
-
 /* Starts a kernel named TAG_suffix (TAG for suffix "") with the given
  * pointer slots and scalar slots (the batch is always the first scalar),
  * and appends its launch to nk, whose grid the kernel's shape sets

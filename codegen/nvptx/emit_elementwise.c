@@ -57,7 +57,7 @@ static LLVMValueRef tanh_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVMValueR
 static LLVMValueRef leaky_relu_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVMValueRef a1) {
     (void)i, (void)a1;
     Kb *kb = b->kb;
-    LLVMValueRef slope = kb_float(kb, nv_attr_f(b->op, "slope"));
+    LLVMValueRef slope = kb_float(kb, dlc_attr_float(b->op, DLC_A_SLOPE));
     return kb_select(kb, kb_fgt(kb, a, kb_float(kb, 0)), a, kb_fmul(kb, slope, a));
 }
 
@@ -117,7 +117,7 @@ static LLVMValueRef tanh_grad_of(Build *b, LLVMValueRef i, LLVMValueRef dy, LLVM
 static LLVMValueRef leaky_relu_grad_of(Build *b, LLVMValueRef i, LLVMValueRef dy, LLVMValueRef x) {
     (void)i;
     Kb *kb = b->kb;
-    LLVMValueRef slope = kb_float(kb, nv_attr_f(b->op, "slope"));
+    LLVMValueRef slope = kb_float(kb, dlc_attr_float(b->op, DLC_A_SLOPE));
     return kb_select(kb, kb_fgt(kb, x, kb_float(kb, 0)), dy, kb_fmul(kb, slope, dy));
 }
 
@@ -188,7 +188,7 @@ void nv_emit_dropout_train(NvKernels *nk, const DlcOp *op, const char *tag) {
     z = LLVMBuildXor(B, z, LLVMBuildLShr(B, z, LLVMConstInt(kb->i64, 31, 0), ""), "");
     LLVMValueRef bits = LLVMBuildTrunc(B, LLVMBuildLShr(B, z, LLVMConstInt(kb->i64, 40, 0), ""), kb->i32, "");
     LLVMValueRef u = kb_fmul(kb, LLVMBuildUIToFP(B, bits, kb->f32, ""), kb_float(kb, 1.0 / 16777216.0));
-    double p = (float)nv_attr_f(op, "p"); /* as the CPU code's literal rounds it */
+    double p = (float)dlc_attr_float(op, DLC_A_P); /* as the CPU code's literal rounds it */
     LLVMValueRef mask = kb_select(kb, kb_flt(kb, u, kb_float(kb, (float)p)), kb_float(kb, 0),
                                   kb_float(kb, (float)(1.0 / (1.0 - p))));
     kb_store(kb, b.p[2], i, mask);

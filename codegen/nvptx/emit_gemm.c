@@ -384,12 +384,12 @@ static Gemm conv_gemm(const DlcOp *op, GemmLoad *a, GemmLoad *b, GemmStore *stor
     Gemm g = {.a = a, .b = b, .store = store, .inputs = 2, .groups = 1, .splits = 1};
     const DlcType *img, *out;
     dlc_conv_images(op, &img, &out);
-    const int64_t *k = nv_attr_pair(op, "kernel"), *s = nv_attr_pair(op, "stride"),
-                  *p = nv_attr_pair(op, "pad"), *d = nv_attr_pair(op, "dilation");
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *p = dlc_attr_pair(op, DLC_A_PAD), *d = dlc_attr_pair(op, DLC_A_DILATION);
     g.c = img->dims[0], g.h = img->dims[1], g.w = img->dims[2];
     g.f = out->dims[0], g.oh = out->dims[1], g.ow = out->dims[2];
     g.kh = k[0], g.kw = k[1], g.sh = s[0], g.sw = s[1], g.ph = p[0], g.pw = p[1], g.dh = d[0], g.dw = d[1];
-    g.groups = nv_attr_i(op, "groups");
+    g.groups = dlc_attr_int(op, DLC_A_GROUPS);
     return g;
 }
 

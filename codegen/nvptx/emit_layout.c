@@ -25,7 +25,7 @@ static void copy_rows(NvKernels *nk, const DlcOp *op, const char *tag, const cha
 /* a kernel per operand, TAG_partI */
 void nv_emit_concat(NvKernels *nk, const DlcOp *op, const char *tag) {
     const DlcValue *y = op->out[0];
-    int axis = nv_norm_axis(nv_attr_i(op, "axis"), y->type.rank);
+    int axis = nv_norm_axis(dlc_attr_int(op, DLC_A_AXIS), y->type.rank);
     int64_t before, after, offset = 0;
     nv_around_axis(&y->type, axis, &before, &after);
     int64_t row_y = y->type.dims[axis] * after;
@@ -40,9 +40,9 @@ void nv_emit_concat(NvKernels *nk, const DlcOp *op, const char *tag) {
 
 void nv_emit_slice(NvKernels *nk, const DlcOp *op, const char *tag) {
     const DlcValue *x = op->in[0], *y = op->out[0];
-    int axis = nv_norm_axis(nv_attr_i(op, "axis"), x->type.rank);
+    int axis = nv_norm_axis(dlc_attr_int(op, DLC_A_AXIS), x->type.rank);
     int64_t before, after;
     nv_around_axis(&x->type, axis, &before, &after);
     int64_t row_x = x->type.dims[axis] * after, row_y = y->type.dims[axis] * after;
-    copy_rows(nk, op, tag, "", 0, before, row_y, row_x, nv_attr_i(op, "begin") * after, row_y, 0);
+    copy_rows(nk, op, tag, "", 0, before, row_y, row_x, dlc_attr_int(op, DLC_A_BEGIN) * after, row_y, 0);
 }

@@ -18,7 +18,7 @@
 /* s_c = k + alpha/size * the sum of x_j^2 over c's window, at x (channel 0) */
 static LLVMValueRef lrn_scale(Kb *kb, const DlcOp *op, LLVMValueRef x, LLVMValueRef c, int64_t channels,
                               int64_t hw) {
-    int64_t size = nv_attr_i(op, "size");
+    int64_t size = dlc_attr_int(op, DLC_A_SIZE);
     LLVMValueRef lo = kb_max(kb, kb_sub(kb, c, kb_int(kb, size / 2)), kb_int(kb, 0));
     LLVMValueRef hi = kb_min(kb, kb_addi(kb, c, (size - 1) / 2 + 1), kb_int(kb, channels));
     LLVMValueRef sum = kb_var(kb, kb->f32, kb_float(kb, 0));
@@ -26,8 +26,8 @@ static LLVMValueRef lrn_scale(Kb *kb, const DlcOp *op, LLVMValueRef x, LLVMValue
     LLVMValueRef v = kb_load(kb, x, kb_muli(kb, kb_get(kb, j), hw));
     kb_set(kb, sum, kb_fma(kb, v, v, kb_get(kb, sum)));
     kb_endfor(kb);
-    return kb_fma(kb, kb_float(kb, nv_attr_f(op, "alpha") / (double)size), kb_get(kb, sum),
-                  kb_float(kb, nv_attr_f(op, "k")));
+    return kb_fma(kb, kb_float(kb, dlc_attr_float(op, DLC_A_ALPHA) / (double)size), kb_get(kb, sum),
+                  kb_float(kb, dlc_attr_float(op, DLC_A_K)));
 }
 
 /* lrn (fwd: (x) -> y) or lrn_grad ((dy, x, y) -> dx): a thread per element */
@@ -39,8 +39,8 @@ static void lrn(NvKernels *nk, const DlcOp *op, const char *tag, bool fwd) {
     nv_start(&b, nk, op, tag, "", slots, fwd ? 2 : 4, NULL, 0, MAP_THREADS);
     Kb *kb = b.kb;
     const DlcValue *y = op->out[0];
-    int64_t channels = y->type.dims[0], hw = nv_numel(y) / channels, size = nv_attr_i(op, "size");
-    double beta = nv_attr_f(op, "beta");
+    int64_t channels = y->type.dims[0], hw = nv_numel(y) / channels, size = dlc_attr_int(op, DLC_A_SIZE);
+    double beta = dlc_attr_float(op, DLC_A_BETA);
     LLVMValueRef i = nv_begin_map(&b, nv_numel(y), 0);
     LLVMValueRef sample = kb_divi(kb, i, channels * hw), r = kb_remi(kb, i, channels * hw);
     LLVMValueRef c = kb_divi(kb, r, hw), pixel = kb_add(kb, kb_muli(kb, sample, channels * hw), kb_remi(kb, r, hw));
@@ -60,7 +60,7 @@ static void lrn(NvKernels *nk, const DlcOp *op, const char *tag, bool fwd) {
         kb_set(kb, sum, kb_fadd(kb, kb_get(kb, sum),
                                 kb_fdiv(kb, kb_fmul(kb, kb_load(kb, dyp, at), kb_load(kb, yp, at)), sj)));
         kb_endfor(kb);
-        double coef = 2.0 * nv_attr_f(op, "alpha") * beta / (double)size;
+        double coef = 2.0 * dlc_attr_float(op, DLC_A_ALPHA) * beta / (double)size;
         LLVMValueRef dx = kb_fsub(kb, kb_fmul(kb, kb_load(kb, b.p[0], i), kb_pow(kb, s, -beta)),
                                   kb_fmul(kb, kb_fmul(kb, kb_float(kb, coef), kb_load(kb, b.p[1], i)),
                                           kb_get(kb, sum)));
@@ -79,7 +79,7 @@ static void softmax(NvKernels *nk, const DlcOp *op, const char *tag, bool fwd) {
     nv_start(&b, nk, op, tag, "", slots, fwd ? 2 : 3, NULL, 0, MAP_THREADS);
     Kb *kb = b.kb;
     const DlcValue *x = op->in[0];
-    int axis_i = nv_norm_axis(nv_attr_i(op, "axis"), x->type.rank);
+    int axis_i = nv_norm_axis(dlc_attr_int(op, DLC_A_AXIS), x->type.rank);
     int64_t before, after, axis = x->type.dims[axis_i];
     nv_around_axis(&x->type, axis_i, &before, &after);
     LLVMValueRef i = nv_begin_map(&b, before * after, 0);
@@ -239,7 +239,7 @@ void nv_batchnorm_map(NvKernels *nk, const DlcOp *op, const char *tag, NvBatchno
     LLVMValueRef i = nv_begin_map(&b, nv_numel(x), 0);
     LLVMValueRef j = kb_remi(kb, kb_divi(kb, i, hw), c), xv = kb_load(kb, b.p[0], i), y;
     if (form == NV_BN_RUNNING || form == NV_BN_FOLDED) { /* (x, @w, @b, @running_mean, @running_var) */
-        double eps = nv_attr_f(op, k >= 0 ? "bn_eps" : "eps");
+        double eps = dlc_attr_float(op, k >= 0 ? DLC_A_BN_EPS : DLC_A_EPS);
         LLVMValueRef scale = kb_fdiv(kb, kb_load(kb, b.p[1], j),
                                      kb_sqrt(kb, kb_fadd(kb, kb_load(kb, b.p[4], j), kb_float(kb, eps))));
         y = kb_fma(kb, kb_fsub(kb, xv, kb_load(kb, b.p[3], j)), scale, kb_load(kb, b.p[2], j));
@@ -304,8 +304,8 @@ void nv_emit_batchnorm_train(NvKernels *nk, const DlcOp *op, const char *tag) {
     }
     LLVMValueRef cnt = nv_count(&b, hw, 0);
     LLVMValueRef var = kb_fdiv(kb, ss, kb_itof(kb, cnt));
-    LLVMValueRef invstd = kb_fdiv(kb, kb_float(kb, 1), kb_sqrt(kb, kb_fadd(kb, var, kb_float(kb, nv_attr_f(op, "eps")))));
-    double m = nv_attr_f(op, "momentum");
+    LLVMValueRef invstd = kb_fdiv(kb, kb_float(kb, 1), kb_sqrt(kb, kb_fadd(kb, var, kb_float(kb, dlc_attr_float(op, DLC_A_EPS)))));
+    double m = dlc_attr_float(op, DLC_A_MOMENTUM);
     LLVMValueRef unbiased = kb_select(kb, kb_lt(kb, kb_int(kb, 1), cnt),
                                       kb_fdiv(kb, ss, kb_itof(kb, kb_addi(kb, cnt, -1))), var);
     kb_store(kb, b.p[2], ch, mu);

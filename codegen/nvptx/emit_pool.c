@@ -18,9 +18,9 @@ typedef struct Pool {
 } Pool;
 
 static Pool pool_of(const DlcOp *op, const DlcType *x, const DlcType *y) {
-    const int64_t *k = nv_attr_pair(op, "kernel"), *s = nv_attr_pair(op, "stride"), *p = nv_attr_pair(op, "pad");
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE), *p = dlc_attr_pair(op, DLC_A_PAD);
     return (Pool){x->dims[0], x->dims[1], x->dims[2], y->dims[1], y->dims[2], k[0], k[1],
-                  s[0], s[1], p[0], p[1], nv_attr_b(op, "count_include_pad")};
+                  s[0], s[1], p[0], p[1], dlc_attr_true(op->kind, op->attrs, DLC_A_COUNT_INCLUDE_PAD)};
 }
 
 /* The clipped window of output (oy, ox): rows [y0, y1), columns [x0, x1). */
@@ -157,7 +157,7 @@ static void pool_backward(NvKernels *nk, const DlcOp *op, const char *tag, bool 
     kb_endfor(kb);
     kb_endfor(kb);
     LLVMValueRef v = kb_get(kb, sum);
-    if (max && nv_attr_b(op, "relu_grad")) /* relu_grad(dx, x) fused: zero where x <= 0 */
+    if (max && dlc_attr_true(op->kind, op->attrs, DLC_A_RELU_GRAD)) /* relu_grad(dx, x) fused: zero where x <= 0 */
         v = kb_select(kb, kb_fgt(kb, kb_load(kb, xp, r), kb_float(kb, 0)), v, kb_float(kb, 0));
     kb_store(kb, b.p[max ? 2 : 1], i, v);
     nv_end_map(&b);

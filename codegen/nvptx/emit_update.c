@@ -25,7 +25,7 @@ static void begin_update(Update *u, NvKernels *nk, const DlcOp *op, const char *
     LLVMValueRef g = kb_load(kb, u->b.p[0], u->i);
     u->lr = u->b.sc[1];
     u->p = kb_load(kb, u->b.p[1], u->i);
-    double wd = nv_attr_f(op, "weight_decay");
+    double wd = dlc_attr_float(op, DLC_A_WEIGHT_DECAY);
     u->d = wd != 0 ? kb_fma(kb, kb_float(kb, (float)wd), u->p, g) : g;
 }
 
@@ -35,11 +35,11 @@ void nv_emit_sgd_update(NvKernels *nk, const DlcOp *op, const char *tag) {
     begin_update(&u, nk, op, tag, 1);
     Kb *kb = u.b.kb;
     LLVMValueRef i = u.i, d = u.d, *p = u.b.p;
-    double momentum = nv_attr_f(op, "momentum");
+    double momentum = dlc_attr_float(op, DLC_A_MOMENTUM);
     if (op->nparams == 2 && momentum != 0) {
         LLVMValueRef buf = kb_fadd(kb, kb_fmul(kb, kb_load(kb, p[2], i), kb_float(kb, (float)momentum)), d);
         kb_store(kb, p[2], i, buf);
-        d = nv_attr_b(op, "nesterov") ? kb_fma(kb, kb_float(kb, (float)momentum), buf, d) : buf;
+        d = dlc_attr_true(op->kind, op->attrs, DLC_A_NESTEROV) ? kb_fma(kb, kb_float(kb, (float)momentum), buf, d) : buf;
     }
     kb_store(kb, p[1], i, kb_fma(kb, kb_fneg(kb, u.lr), d, u.p));
     nv_end_map(&u.b);
@@ -52,7 +52,7 @@ void nv_emit_adam_update(NvKernels *nk, const DlcOp *op, const char *tag) {
     Kb *kb = u.b.kb;
     LLVMValueRef i = u.i, d = u.d, *p = u.b.p;
     /* the bias corrections from the step, in f32 here (f64 on the CPU) */
-    double beta1 = nv_attr_f(op, "beta1"), beta2 = nv_attr_f(op, "beta2"), eps = nv_attr_f(op, "eps");
+    double beta1 = dlc_attr_float(op, DLC_A_BETA1), beta2 = dlc_attr_float(op, DLC_A_BETA2), eps = dlc_attr_float(op, DLC_A_EPS);
     LLVMValueRef t = kb_itof(kb, kb_max(kb, u.b.sc[2], kb_int(kb, 1)));
     LLVMValueRef bc1 = kb_fsub(kb, kb_float(kb, 1), kb_exp(kb, kb_fmul(kb, t, kb_float(kb, log(beta1)))));
     LLVMValueRef bc2 = kb_fsub(kb, kb_float(kb, 1), kb_exp(kb, kb_fmul(kb, t, kb_float(kb, log(beta2)))));
