@@ -16,7 +16,8 @@
  *   batch.c        shuffling and batching
  *   loss.c         losses and accuracy
  *   safetensors.c  checkpoints in the safetensors format
- *   kernels.c      the ops' computations, forward and backward, in f32
+ *   kernels/       the ops' computations, forward and backward, in f32
+ *                  and f64: kernels.c, and a file per op family
  *   cuda.c         the GPU through the CUDA driver, loaded at run time
  *   program.c      the command line of a generated program (with train.c,
  *                  predict.c and bench.c, which share runtime/program.h)
@@ -284,7 +285,7 @@ DlrtStatus dlrt_load_safetensors(const char *path, DlrtTensor *tensors, int n,
 void dlrt_meta_free(DlrtMeta *meta, int nmeta);
 
 /* ------------------------------------------------------------------------ */
-/* kernels.c                                                                */
+/* kernels/ (kernels.c, one .inc file per op family)                        */
 /* ------------------------------------------------------------------------ */
 
 /* What generated code calls for each op of the IR.  Tensors are dense,
@@ -336,7 +337,7 @@ typedef struct DlrtPool {
                                from the CPU's caches): N >= oh takes whole planes
                                where their loops apply; 0 lets libdlrt choose.
                                At most what its buffers of MAXPOOL_BAND elements
-                               hold (kernels.c) */
+                               hold (kernels/pool.inc) */
 } DlrtPool;
 
 /* Local response normalization across channels (torch.nn.LocalResponseNorm,
@@ -367,7 +368,8 @@ int dlrt_worker(void);
  * the caller provides it, and passes the same `threads` to the kernels. */
 int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
 /* The kernels, for float and (with the suffix _f64) for double: see
- * dlrt_kernels.h.  f64 serves gradient checks by finite differences. */
+ * dlrt_kernels.h, sectioned by family.  f64 serves gradient checks by
+ * finite differences. */
 #define DLRT_REAL float
 #define DLRT_K(f) f
 #include "dlrt_kernels.h"
