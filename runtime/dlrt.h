@@ -358,9 +358,9 @@ typedef struct DlrtLrn {
 
 /* The threads the kernels may use: OpenMP's count (omp_get_max_threads,
  * which dlrt_set_threads and OMP_NUM_THREADS set), 1 in a build without
- * OpenMP.  Kernels split the batch (convolutions), the output features
- * (dense layers), channels or elements among them, each worker on fixed
- * iterations, so a thread count always gives the same results. */
+ * OpenMP.  Kernels split the batch (convolutions), the batch or the
+ * features (dense layers), channels or elements among them, each worker on
+ * fixed iterations, so a thread count always gives the same results. */
 int dlrt_threads(void);
 /* Workers (at most `threads`) for a loop of `items` iterations and `work`
  * multiply-adds in all: 1 when waking others would cost more than they

@@ -54,9 +54,8 @@
  * chunks over t workers: a given t always gives each worker the same
  * iterations, hence the same bits.  With one worker the loop runs inline,
  * outside any OpenMP construct: libgomp makes and frees a team even for a
- * region whose `if` clause is false, 0.35 us a region on a 2-core AMD EPYC
- * (LeNet-5's inference at batch 1 entered seven such regions, a sixth of
- * its time). */
+ * region whose `if` clause is false, which costs more than the small
+ * kernels of a batch-1 inference take. */
 #define PARALLEL_FOR(t, ...)                                                                    \
     do {                                                                                         \
         int parallel_for_t = (t);                                                                \
