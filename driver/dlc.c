@@ -568,6 +568,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
         if (opt->cuda)
             argv[n++] = cudafile;
         argv[n++] = mainfile;
+        argv[n++] = DLC_RUNTIME_PROGRAM_LIB;
         argv[n++] = DLC_RUNTIME_LIB;
         n = add_words(argv, n, 60, libs);
         argv[n++] = "-lm";

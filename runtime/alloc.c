@@ -5,10 +5,8 @@
  * (codegen/cpu/cpu.c), so that a vector load of a weight block never
  * straddles two lines.  With glibc's malloc, large blocks start 16 bytes
  * past a page, and half of the 32-byte weight loads of a filter-lanes
- * convolution (16 filters, two vectors a tap) straddled lines: GoogLeNet's
- * inception3b 3x3 convolution alone took 7-15% longer with its weights 16
- * bytes off a line (2 threads, AVX2).  The whole network at batch 1 did not
- * change measurably (bench/README.md).
+ * convolution (16 filters, two vectors a tap) would straddle lines, each
+ * of them reading two cache lines instead of one.
  */
 #define _POSIX_C_SOURCE 200809L /* posix_memalign */
 #include <stdint.h>

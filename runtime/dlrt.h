@@ -1,25 +1,32 @@
-/* dlrt.h — libdlrt, the run-time library of programs that dlc generates.
+/* dlrt.h — the run-time library of the code that dlc generates.
  *
  * The one header generated code includes.  It depends on the C standard
  * library only and knows nothing of the compiler.  The library keeps no
  * global state: everything lives in objects the caller owns, with explicit
  * _init/_free pairs.  Functions that can fail return a DlrtStatus and fill
- * a DlrtError with a message for the user; nothing in the library exits or
- * prints.
+ * a DlrtError with a message for the user; nothing in libdlrt exits, and
+ * it prints only the profiles that DLRT_PROFILE=1 and DLRT_CUDA_PROFILE=1
+ * ask for, and dlrt_fix_blas_core's warning.
  *
- * Sectioned by the file that implements each part:
+ * Sectioned by the file that implements each part.  libdlrt, all that a
+ * product embedding a network links:
  *   error.c        status codes and messages
  *   rng.c          the seeded random generator; parameter initialization
  *   threads.c      the kernels' thread count
  *   data.c         datasets: IDX (gzip or plain), NumPy .npy, CSV; scaling
  *   pgm.c          grayscale PGM images, for predictions
  *   batch.c        shuffling and batching
- *   loss.c         losses and accuracy
  *   safetensors.c  checkpoints in the safetensors format
- *   kernels.c      the ops' computations, forward and backward, in f32
+ *   kernels/       the ops' computations, forward and backward, in f32
+ *                  and f64, losses and accuracy among them: kernels.c, and
+ *                  a file per op family
+ *   alloc.c        the cache-line-aligned memory of generated networks
+ *   profile.c      where a step's time goes, on request
  *   cuda.c         the GPU through the CUDA driver, loaded at run time
- *   program.c      the command line of a generated program (with train.c,
- *                  predict.c and bench.c, which share runtime/program.h)
+ * libdlrt_program, which a generated program links besides:
+ *   program/       the program's command line: dlrt_main (program.c) and
+ *                  its commands, in files beside it that share
+ *                  program/program.h
  */
 #ifndef DLRT_H
 #define DLRT_H
@@ -284,7 +291,7 @@ DlrtStatus dlrt_load_safetensors(const char *path, DlrtTensor *tensors, int n,
 void dlrt_meta_free(DlrtMeta *meta, int nmeta);
 
 /* ------------------------------------------------------------------------ */
-/* kernels.c                                                                */
+/* kernels/ (kernels.c, one .inc file per op family)                        */
 /* ------------------------------------------------------------------------ */
 
 /* What generated code calls for each op of the IR.  Tensors are dense,
@@ -336,7 +343,7 @@ typedef struct DlrtPool {
                                from the CPU's caches): N >= oh takes whole planes
                                where their loops apply; 0 lets libdlrt choose.
                                At most what its buffers of MAXPOOL_BAND elements
-                               hold (kernels.c) */
+                               hold (kernels/pool.inc) */
 } DlrtPool;
 
 /* Local response normalization across channels (torch.nn.LocalResponseNorm,
@@ -351,9 +358,9 @@ typedef struct DlrtLrn {
 
 /* The threads the kernels may use: OpenMP's count (omp_get_max_threads,
  * which dlrt_set_threads and OMP_NUM_THREADS set), 1 in a build without
- * OpenMP.  Kernels split the batch (convolutions), the output features
- * (dense layers), channels or elements among them, each worker on fixed
- * iterations, so a thread count always gives the same results. */
+ * OpenMP.  Kernels split the batch (convolutions), the batch or the
+ * features (dense layers), channels or elements among them, each worker on
+ * fixed iterations, so a thread count always gives the same results. */
 int dlrt_threads(void);
 /* Workers (at most `threads`) for a loop of `items` iterations and `work`
  * multiply-adds in all: 1 when waking others would cost more than they
@@ -367,7 +374,8 @@ int dlrt_worker(void);
  * the caller provides it, and passes the same `threads` to the kernels. */
 int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
 /* The kernels, for float and (with the suffix _f64) for double: see
- * dlrt_kernels.h.  f64 serves gradient checks by finite differences. */
+ * dlrt_kernels.h, sectioned by family.  f64 serves gradient checks by
+ * finite differences. */
 #define DLRT_REAL float
 #define DLRT_K(f) f
 #include "dlrt_kernels.h"
@@ -522,12 +530,19 @@ DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned gr
 DlrtStatus dlrt_cuda_sync(DlrtCuda *cu, const char *what, DlrtError *err);
 
 /* ------------------------------------------------------------------------ */
-/* program.c                                                                */
+/* program/: libdlrt_program, not libdlrt                                   */
 /* ------------------------------------------------------------------------ */
 
-/* A compiled classifier as the command line sees it: what the generated
- * code knows of the network, the train section's defaults, and its API
- * (with the network object as void *). */
+/* The generated program's command line is a library of its own,
+ * libdlrt_program (runtime/program/), which `dlc net.dl -o net` links
+ * before libdlrt; a product that embeds a network links libdlrt alone.
+ * For a classifier the generated NAME.c defines NAME_model, a DlrtModel
+ * (and NAME_f64.c NAME_f64_check, a DlrtCheck): tables of its own
+ * functions that use the types below and no symbol of libdlrt_program, so
+ * NAME.c links with or without it.  The program's main, written by dlc,
+ * passes the table to dlrt_main, libdlrt_program's entry point (the rest
+ * of that library is its own: runtime/program/program.h). */
+
 /* A network generated in f64 (dlc emits NAME_f64_check beside NAME_model
  * for a program): what the gradient check needs.  Tensors are in the same
  * order as the model's, and the same seed creates the same weights. */
@@ -545,6 +560,9 @@ typedef struct DlrtPlanSize {
     int64_t per_sample, fixed;
 } DlrtPlanSize;
 
+/* A compiled classifier as the command line sees it: what the generated
+ * code knows of the network, the train section's defaults, and its API
+ * (with the network object as void *). */
 typedef struct DlrtModel {
     const char *name;          /* the network: "lenet5" */
     const char *source;        /* the .dl file it was compiled from */
@@ -597,35 +615,10 @@ typedef struct DlrtModel {
                                   (NULL reads as "cpu") */
 } DlrtModel;
 
-/* The generated program's main: `train`, `eval`, `info`, with --help.
+/* The generated program's main: `train`, `eval`, `predict`, `bench`,
+ * `gradcheck`, `check` and `info`, with --help (runtime/program/program.c).
  * Returns the exit status: 0 on success, 1 on errors in data, files or
  * training, 2 on bad usage. */
-/* gradcheck.c: the gradient check of a program (see its comment). */
-typedef struct DlrtGradcheck {
-    int64_t batch;          /* samples in the random batch */
-    uint64_t seed;          /* weights (unless weights is set), batch, entries */
-    const char *weights;    /* a checkpoint to check at, or NULL */
-    int64_t entries;        /* finite differences per tensor, at most */
-    double step;            /* h of (L(w + h) - L(w - h)) / 2h */
-    double kink;            /* one-sided slopes differing by more: a kink */
-} DlrtGradcheck;
-
-typedef struct DlrtGradcheckResult {
-    double loss;            /* the f64 loss on the batch */
-    double worst;           /* the largest relative error, f64 vs finite differences */
-    char where[160];        /* its entry: "c1.weight[17]" */
-    double analytic, numeric;
-    double worst_f32;       /* the largest relative error, f32 vs f64 gradients */
-    int64_t checked;        /* entries compared with finite differences */
-    int64_t kinks;          /* of them, at a kink: compared with a one-sided slope */
-    int tensors;            /* trainable tensors */
-} DlrtGradcheckResult;
-
-/* Prints a table of the errors per tensor to standard output and fills res;
- * fails only when the check cannot run (judging the errors is the caller's). */
-DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradcheckResult *res,
-                          DlrtError *err);
-
 int dlrt_main(int argc, char **argv, const DlrtModel *model);
 
 #ifdef __cplusplus

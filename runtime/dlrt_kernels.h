@@ -4,7 +4,29 @@
  * (dlrt_relu_forward), then with double and f##_f64
  * (dlrt_relu_forward_f64).  Include dlrt.h, not this file; it has no
  * include guard on purpose.  The sizes, layouts and conventions are those
- * described in dlrt.h above the kernels. */
+ * described in dlrt.h above the kernels.  Sectioned by the file of
+ * runtime/kernels/ that implements each family. */
+
+/* ---- activation.inc: relu, sigmoid, tanh, leaky_relu --------------------- */
+
+/* Elementwise over count values.  The backward kernels take the forward
+ * result y (relu: y > 0; sigmoid: y (1 - y); tanh: 1 - y^2). */
+void DLRT_K(dlrt_relu_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_relu_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
+                                DLRT_REAL *dx);
+void DLRT_K(dlrt_sigmoid_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_sigmoid_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
+                                   DLRT_REAL *dx);
+void DLRT_K(dlrt_tanh_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_tanh_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
+                                DLRT_REAL *dx);
+/* y = x for x > 0, slope x otherwise (torch.nn.LeakyReLU); backward from x. */
+void DLRT_K(dlrt_leaky_relu_forward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *x,
+                                     DLRT_REAL *y);
+void DLRT_K(dlrt_leaky_relu_backward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *dy,
+                                      const DLRT_REAL *x, DLRT_REAL *dx);
+
+/* ---- conv.inc: 2-d convolution ------------------------------------------- */
 
 /* y[n,f,oh,ow] = conv(x[n,c,h,w], w[f,c/groups,kh,kw]) + b[f] (b may be NULL). */
 void DLRT_K(dlrt_conv2d_forward)(const DlrtConv *cv, int64_t n, const DLRT_REAL *x,
@@ -27,6 +49,8 @@ void DLRT_K(dlrt_conv2d_backward_input)(const DlrtConv *cv, int64_t n, const DLR
 void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DLRT_REAL *dy,
                                          const DLRT_REAL *x, DLRT_REAL *dw, DLRT_REAL *work, int threads);
 
+/* ---- dense.inc: dense layers, bias gradients ----------------------------- */
+
 /* y[n,out] = act(x[n,in] w[out,in]^T + b[out]) (b may be NULL) (torch.nn.Linear,
  * then the activation act; slope is DLRT_ACT_LEAKY_RELU's). */
 void DLRT_K(dlrt_dense_forward)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *x,
@@ -43,17 +67,8 @@ void DLRT_K(dlrt_dense_backward_weight)(int64_t n, int64_t in, int64_t out, cons
 void DLRT_K(dlrt_bias_backward)(int64_t n, int64_t c, int64_t spatial, const DLRT_REAL *dy,
                                 DLRT_REAL *db);
 
-/* Elementwise over count values.  The backward kernels take the forward
- * result y (relu: y > 0; sigmoid: y (1 - y); tanh: 1 - y^2). */
-void DLRT_K(dlrt_relu_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
-void DLRT_K(dlrt_relu_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
-                                DLRT_REAL *dx);
-void DLRT_K(dlrt_sigmoid_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
-void DLRT_K(dlrt_sigmoid_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
-                                   DLRT_REAL *dx);
-void DLRT_K(dlrt_tanh_forward)(int64_t count, const DLRT_REAL *x, DLRT_REAL *y);
-void DLRT_K(dlrt_tanh_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *y,
-                                DLRT_REAL *dx);
+/* ---- elementwise.inc: add, sum, dropout ---------------------------------- */
+
 /* y = a + b; y may alias a or b. */
 void DLRT_K(dlrt_add)(int64_t count, const DLRT_REAL *a, const DLRT_REAL *b, DLRT_REAL *y);
 /* y = relu(a + b) in one pass (add {relu=true}); y may alias a or b. */
@@ -70,6 +85,16 @@ void DLRT_K(dlrt_add_relu_grad)(int64_t count, const DLRT_REAL *a, const DLRT_RE
  * term or relu_y. */
 void DLRT_K(dlrt_sum)(int64_t count, int nterms, const DLRT_REAL *const *terms, bool relu,
                       const DLRT_REAL *relu_y, DLRT_REAL *y);
+
+/* Dropout in training: mask = 0 with probability p, else 1/(1-p), drawn
+ * from seed; y = x mask.  Backward: dx = dy mask, and with relu_y (may be
+ * NULL) zero where relu_y is not positive (dropout_grad {relu_grad=true}). */
+void DLRT_K(dlrt_dropout_forward)(int64_t count, DLRT_REAL p, uint64_t seed, const DLRT_REAL *x,
+                                  DLRT_REAL *y, DLRT_REAL *mask);
+void DLRT_K(dlrt_dropout_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *mask,
+                                   const DLRT_REAL *relu_y, DLRT_REAL *dx);
+
+/* ---- pool.inc: max, average and global average pooling ------------------- */
 
 void DLRT_K(dlrt_maxpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
                                   DLRT_REAL *y);
@@ -101,6 +126,8 @@ void DLRT_K(dlrt_globalavgpool_forward)(int64_t n, int64_t c, int64_t hw, const 
 void DLRT_K(dlrt_globalavgpool_backward)(int64_t n, int64_t c, int64_t hw, const DLRT_REAL *dy,
                                          const DLRT_REAL *relu_y, DLRT_REAL *dx);
 
+/* ---- norm.inc: softmax, local response and batch normalization ----------- */
+
 /* Softmax over the middle dimension of [outer, axis, inner] (outer includes
  * the batch); backward dx = y (dy - sum(dy y)) along the axis. */
 void DLRT_K(dlrt_softmax_forward)(int64_t outer, int64_t axis, int64_t inner,
@@ -108,11 +135,6 @@ void DLRT_K(dlrt_softmax_forward)(int64_t outer, int64_t axis, int64_t inner,
 void DLRT_K(dlrt_softmax_backward)(int64_t outer, int64_t axis, int64_t inner,
                                    const DLRT_REAL *dy, const DLRT_REAL *y, DLRT_REAL *dx);
 
-/* y = x for x > 0, slope x otherwise (torch.nn.LeakyReLU); backward from x. */
-void DLRT_K(dlrt_leaky_relu_forward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *x,
-                                     DLRT_REAL *y);
-void DLRT_K(dlrt_leaky_relu_backward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *dy,
-                                      const DLRT_REAL *x, DLRT_REAL *dx);
 /* Local response normalization (DlrtLrn); backward from x and y, zero
  * where x is not positive with l->relu_grad (lrn_grad {relu_grad=true}:
  * x is a ReLU's result). */
@@ -153,13 +175,8 @@ void DLRT_K(dlrt_batchnorm_backward_weight)(int64_t n, int64_t c, int64_t hw,
                                             const DLRT_REAL *dy, const DLRT_REAL *x,
                                             const DLRT_REAL *mean, const DLRT_REAL *invstd,
                                             DLRT_REAL *dw);
-/* Dropout in training: mask = 0 with probability p, else 1/(1-p), drawn
- * from seed; y = x mask.  Backward: dx = dy mask, and with relu_y (may be
- * NULL) zero where relu_y is not positive (dropout_grad {relu_grad=true}). */
-void DLRT_K(dlrt_dropout_forward)(int64_t count, DLRT_REAL p, uint64_t seed, const DLRT_REAL *x,
-                                  DLRT_REAL *y, DLRT_REAL *mask);
-void DLRT_K(dlrt_dropout_backward)(int64_t count, const DLRT_REAL *dy, const DLRT_REAL *mask,
-                                   const DLRT_REAL *relu_y, DLRT_REAL *dx);
+
+/* ---- copy.inc: concat and slice ------------------------------------------ */
 
 /* Copies a block: for each of outer rows, len floats from src + row *
  * src_stride + src_offset to dst + row * dst_stride + dst_offset.  concat is
@@ -176,6 +193,8 @@ void DLRT_K(dlrt_copy_rows_relu_grad)(int64_t outer, int64_t len, const DLRT_REA
                                       int64_t src_stride, int64_t src_offset,
                                       const DLRT_REAL *relu_y, int64_t relu_stride,
                                       int64_t relu_offset, DLRT_REAL *dst);
+
+/* ---- update.inc: SGD and Adam -------------------------------------------- */
 
 /* The updates of torch.optim.SGD and torch.optim.Adam for one parameter of
  * count values, in place.  g is the gradient (left unchanged);
@@ -206,6 +225,8 @@ void DLRT_K(dlrt_dense_adam_update)(int64_t n, int64_t in, int64_t out, const DL
                                     DLRT_REAL beta1, DLRT_REAL beta2, DLRT_REAL eps,
                                     DLRT_REAL weight_decay, DLRT_REAL *p, DLRT_REAL *exp_avg,
                                     DLRT_REAL *exp_avg_sq);
+
+/* ---- loss.inc: losses and accuracy --------------------------------------- */
 
 /* Mean cross-entropy of n rows of logits (classes each) against labels,
  * through log-sum-exp: never negative, finite for finite logits.  When grad

@@ -5,8 +5,8 @@
  * networks when DLRT_PROFILE=1 (a row per op, named in advance), and the
  * CUDA back end times each launch when DLRT_CUDA_PROFILE=1 (a row per kind
  * of launch, added as they come).  dlrt_profile_close prints the rows,
- * longest first, on stderr: the one place besides the program's own files
- * where the library prints, and only when asked to.
+ * longest first, on stderr: one of the two places in libdlrt that print
+ * (with threads.c's warning about OpenBLAS), and only when asked to.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, strdup */
 #include <math.h>

@@ -12,9 +12,9 @@
  *
  * It also makes sure OpenBLAS runs the kernels of this CPU.  Debian 12's
  * OpenBLAS 0.3.21 does not recognize some AVX-512 Xeons and falls back to
- * its generic Prescott kernels, about 5 times as slow (30 instead of 150
- * GFLOP/s per core); OPENBLAS_CORETYPE set before it loads corrects that
- * (docs/program.md, "OpenBLAS").
+ * its generic Prescott kernels, which use none of the CPU's wide vectors;
+ * OPENBLAS_CORETYPE set before it loads corrects that (docs/program.md,
+ * "OpenBLAS").
  */
 #include <cblas.h>
 #include <stdio.h>

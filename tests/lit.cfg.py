@@ -9,6 +9,9 @@
 #   %bin        the folder of this build's test programs (test_data, ...)
 #   %cc         the build's C compiler, warnings as errors, sanitizers as built
 #   %dlrt       libdlrt and the libraries it needs, to link generated code
+#               (what a product that embeds a network links)
+#   %dlrt_program  libdlrt_program (dlrt_main, the program's command line)
+#               before %dlrt, to link a program's own main
 #   %python     the Python that runs lit (for helper scripts)
 #   %exit N     runs the rest of the line and requires exit status N
 #   FileCheck, not   LLVM's tools from llvm-16-tools
@@ -35,11 +38,13 @@ if dlc_flags:
                                          "".join(c if c.isalnum() else "_" for c in dlc_flags))
 config.substitutions.append(("%bin", config.bin))
 # compiling generated code: the build's compiler (with its sanitizers) and
-# libdlrt with what it links
+# libdlrt (and libdlrt_program) with what they link
 cflags = "-std=c11 -O1 -g -Wall -Wextra -Werror -I" + os.path.join(config.source_root, "runtime")
 if config.sanitize.upper() in ("ON", "1", "TRUE", "YES"):
     cflags += " -fsanitize=address,undefined -fno-sanitize-recover=undefined"
 config.substitutions.append(("%cc", config.cc + " " + cflags))
+# %dlrt_program before %dlrt, which would otherwise replace its start
+config.substitutions.append(("%dlrt_program", config.dlrt_program_link))
 config.substitutions.append(("%dlrt", config.dlrt_link))
 config.substitutions.append(("%models", os.path.join(config.source_root, "models")))
 config.substitutions.append(("%tests", config.test_source_root))

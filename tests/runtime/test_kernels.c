@@ -1,4 +1,4 @@
-/* test_kernels.c — tests of libdlrt's kernels (kernels.c).
+/* test_kernels.c — tests of libdlrt's kernels (runtime/kernels/).
  *
  *   test_kernels                       the unit tests; the last line says
  *                                      "N passed, M failed" (exit 1 on any
@@ -798,12 +798,12 @@ static void test_conv(Tally *t, DlrtRng *rng) {
 }
 
 /* The forward convolution of one sample large enough for the workers to
- * share it (kernels.c's CONV_INSIDE_MIN_WORK, 2^22 multiply-adds, with
+ * share it (conv.inc's CONV_INSIDE_MIN_WORK, 2^18 multiply-adds, with
  * dlrt_threads() > 1), and of two samples, one a worker: with its bias or
  * folded batchnorm and its ReLU, the product by blocks of columns (a wide
  * plane) and by rows (many filters on a small plane, pointwise or not).
  * The wide plane's im2col matrix (144 rows of 4096 columns, 2.4 MB) is
- * built and multiplied in 10 bands of 7 output rows (kernels.c's
+ * built and multiplied in 10 bands of 7 output rows (conv.inc's
  * conv_band_rows), the workers taking whole bands; the others in one
  * piece, the workers sharing its channels, as is GoogLeNet's 3x3 on 7x7
  * (1440 rows of 49 columns, which bands would cut too thin).  The input
@@ -1078,7 +1078,7 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 2, 1, 3, 3, 1, 1, 1, 1, 0, 0, false);
     test_pool_case(t, rng, 1, 2, 6, 6, 4, 4, 3, 3, 2, 2, true);
     test_pool_case(t, rng, 2, 2, 7, 6, 3, 2, 1, 2, 1, 1, false);
-    /* windows centred at stride 1 (kernels.inc's maxpool_same_plane): 5x5 and
+    /* windows centred at stride 1 (pool.inc's maxpool_same_plane): 5x5 and
      * 7x3, planes narrower and shorter than the window's reach (the loops
      * across fixed up in every column), a 1x1 plane, 3x3 windows over one
      * column and over two rows, 1x1 windows */
@@ -1090,7 +1090,7 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 1, 1, 2, 6, 3, 3, 1, 1, 1, 1, false);
     test_pool_case(t, rng, 1, 2, 3, 5, 1, 1, 1, 1, 0, 0, false);
     /* unpadded windows a stride of 2 or 3 apart reaching into the next
-     * (kernels.inc's maxpool_strided_plane): GoogLeNet's 3x3 stride 2 in
+     * (pool.inc's maxpool_strided_plane): GoogLeNet's 3x3 stride 2 in
      * ceil mode (each row's last window clipped), AlexNet's without, odd
      * sizes, 5x4 and 6x6 windows of stride 3, 1x3 windows */
     test_pool_case(t, rng, 1, 3, 14, 14, 3, 3, 2, 2, 0, 0, true);
@@ -1114,7 +1114,7 @@ static void test_pool(Tally *t, DlrtRng *rng) {
     test_pool_case(t, rng, 1, 1, 1, 530, 1, 100, 1, 1, 0, 0, false);
     test_pool_case(t, rng, 1, 1, 2, 1031, 2, 3, 2, 2, 1, 1, true);
     test_pool_case(t, rng, 1, 1, 1, 700, 1, 600, 1, 50, 0, 0, true);
-    /* max pooling's bands (kernels.c's MAXPOOL_BAND, 8192 elements of
+    /* max pooling's bands (pool.inc's MAXPOOL_BAND, 8192 elements of
      * padded rows): planes of two bands at strides 1 and 2, and rows too
      * wide for one band of 3x3 windows (2802 padded columns), window by
      * window.  The forward kernel only: the bands are its own, and finite
@@ -1216,7 +1216,7 @@ static void test_maxpool_bands(Tally *t, DlrtRng *rng) {
  * rule), against the scan written out here, with and without relu_grad,
  * bit for bit.  Over 2x2 windows of stride 2 (the runs of row pairs), NaNs
  * in every round; over 3x3 windows centred at stride 1 and 3x3 windows of
- * stride 2 in ceil mode (kernels.inc's maxpool_backward_same3, which
+ * stride 2 in ceil mode (pool.inc's maxpool_backward_same3, which
  * gathers each element's windows over a copy of x with NaN around it, and
  * maxpool_backward_strided3, which finds each window's largest tap in a
  * vectorized pass), NaNs in every other round (such planes take the

@@ -1,7 +1,7 @@
 /* fake_cuda.c — a program whose "GPU" table is the CPU's, wrapped, for
  * tests of `check` and `--device cuda` on machines without a GPU.
  *
- *   %cc -DMODEL=lenet5_model fake_cuda.c lenet5.c %dlrt -o fake
+ *   %cc -DMODEL=lenet5_model fake_cuda.c lenet5.c %dlrt_program -o fake
  *
  * The program's model->cuda is a copy of MODEL with device "cuda" whose
  * create, gradients and train_step call MODEL's and then, as FAKE_CUDA

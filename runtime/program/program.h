@@ -8,9 +8,13 @@
  *   gradcheck.c `gradcheck`: the gradients against finite differences
  *   check.c     `check`: the GPU's training step against the CPU's
  *
- * Internal to libdlrt: generated code includes dlrt.h only.  These are the
- * only files of the library that print (but for profile.c's tables,
- * DLRT_PROFILE and DLRT_CUDA_PROFILE, on request, on stderr) and choose exit statuses; a
+ * They make libdlrt_program, which a generated program links before
+ * libdlrt; they call libdlrt like any user of dlrt.h, and libdlrt calls
+ * none of them, so a product that embeds a network links libdlrt alone.
+ * This header is internal to them: generated code includes dlrt.h only,
+ * which declares the one entry point, dlrt_main.  These are the only files
+ * of the runtime that print (but for profile.c's tables, DLRT_PROFILE and
+ * DLRT_CUDA_PROFILE, on request, on stderr) and choose exit statuses; a
  * command returns 0 on success, 1 for problems with data, files or
  * training, 2 for bad usage.
  */
@@ -80,6 +84,33 @@ int dlrt_bench_command(const DlrtModel *m, const Options *o);
 int dlrt_gradcheck_command(const DlrtModel *m, const Options *o);  /* gradcheck.c */
 /* check.c: m is the CPU's table, compared with m->cuda (which must be set) */
 int dlrt_check_command(const DlrtModel *m, const Options *o);
+
+/* gradcheck.c: the gradient check that `gradcheck` runs (see its comment). */
+typedef struct DlrtGradcheck {
+    int64_t batch;          /* samples in the random batch */
+    uint64_t seed;          /* weights (unless weights is set), batch, entries */
+    const char *weights;    /* a checkpoint to check at, or NULL */
+    int64_t entries;        /* finite differences per tensor, at most */
+    double step;            /* h of (L(w + h) - L(w - h)) / 2h */
+    double kink;            /* one-sided slopes differing by more: a kink */
+} DlrtGradcheck;
+
+typedef struct DlrtGradcheckResult {
+    double loss;            /* the f64 loss on the batch */
+    double worst;           /* the largest relative error, f64 vs finite differences */
+    char where[160];        /* its entry: "c1.weight[17]" */
+    double analytic, numeric;
+    double worst_f32;       /* the largest relative error, f32 vs f64 gradients */
+    int64_t checked;        /* entries compared with finite differences */
+    int64_t kinks;          /* of them, at a kink: compared with a one-sided slope */
+    int tensors;            /* trainable tensors */
+} DlrtGradcheckResult;
+
+/* Prints a table of the errors per tensor to standard output and fills res;
+ * fails only when the check cannot run (judging the errors is the caller's). */
+DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradcheckResult *res,
+                          DlrtError *err);
+
 /* gradcheck's batch without --batch: finite differences need few samples */
 #define DLRT_GRADCHECK_BATCH 4
 /* check's tolerance without --tolerance: a relative error that f32 rounding

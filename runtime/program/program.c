@@ -22,8 +22,9 @@
  * gradcheck.c and check.c (program.h), except `info`, which is a few
  * printfs.  docs/program.md lists every flag and every key of the report.
  *
- * This is, with those files, the one part of libdlrt that prints and
- * decides exit statuses: it is the program's main. */
+ * This is, with those files, libdlrt_program: the one part of the runtime
+ * that prints and decides exit statuses, the program's main, which a
+ * product that embeds a network does without. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
