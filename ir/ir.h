@@ -431,12 +431,14 @@ const int64_t *dlc_attr_pair(const DlcOp *op, DlcAttrName a);
 /* Whether op has a ReLU fused into it (relu=true: conv2d, dense, batchnorm,
  * batchnorm_train, add; see passes/fuse.c).  In ops.c, beside the schemas. */
 bool dlc_op_fused_relu(const DlcOp *op);
-/* The activation fused into op: DLC_OP_RELU, DLC_OP_SIGMOID, DLC_OP_TANH or
- * DLC_OP_LEAKY_RELU (relu=true, sigmoid=true, tanh=true, leaky_relu=true
- * with its slope), or DLC_OP_COUNT for none. */
+/* The activation (dlc_op_is_activation) fused into op: the one whose
+ * attribute is set (relu=true, sigmoid=true, leaky_relu=true with the
+ * leaky ReLU's own attribute, its slope, beside it, ...), or DLC_OP_COUNT
+ * for none. */
 DlcOpKind dlc_op_fused_activation(const DlcOp *op);
-/* The attribute that fuses activation act into an op (DLC_A_RELU for
- * DLC_OP_RELU, ...); an internal error for any other op. */
+/* The attribute that fuses activation act into an op, spelt as its name
+ * (DLC_A_RELU for DLC_OP_RELU, ...); an internal error for an op that is
+ * not an activation. */
 DlcAttrName dlc_activation_attr(DlcOpKind act);
 /* The operand index of the ReLU result y whose gradient op passes its
  * result through (relu_grad=true: relu_grad(op(...), y)), or -1: 1 (x) for

@@ -240,26 +240,23 @@ DlcValue *dlc_concat_operand_sliced(const DlcOp *concat, const DlcOp *slice) {
     return NULL;
 }
 
-/* the activations an op may take fused, each with its attribute (spelt as
-   the activation's name) */
-static const struct {
-    DlcOpKind act;
-    DlcAttrName attr;
-} fusable_acts[] = {{DLC_OP_RELU, DLC_A_RELU}, {DLC_OP_SIGMOID, DLC_A_SIGMOID},
-                    {DLC_OP_TANH, DLC_A_TANH}, {DLC_OP_LEAKY_RELU, DLC_A_LEAKY_RELU}};
-
-DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
-    for (size_t k = 0; k < sizeof fusable_acts / sizeof *fusable_acts; k++)
-        if (dlc_attr_true(op->kind, op->attrs, fusable_acts[k].attr))
-            return fusable_acts[k].act;
-    return DLC_OP_COUNT;
+/* An activation (dlc_op_is_activation) fused into an op is the op's bool
+ * attribute spelt as the activation's name, which attrs.def declares. */
+DlcAttrName dlc_activation_attr(DlcOpKind act) {
+    if (!dlc_op_is_activation(act))
+        dlc_unreachable("%s is not an activation", dlc_op_info(act)->name);
+    const char *name = dlc_op_info(act)->name;
+    for (int a = 0; a < DLC_A_COUNT; a++)
+        if (strcmp(attr_names[a].name, name) == 0)
+            return (DlcAttrName)a;
+    dlc_unreachable("attrs.def has no attribute %s for the activation fused", name);
 }
 
-DlcAttrName dlc_activation_attr(DlcOpKind act) {
-    for (size_t k = 0; k < sizeof fusable_acts / sizeof *fusable_acts; k++)
-        if (fusable_acts[k].act == act)
-            return fusable_acts[k].attr;
-    dlc_unreachable("%s is not an activation an op takes fused", dlc_op_info(act)->name);
+DlcOpKind dlc_op_fused_activation(const DlcOp *op) {
+    for (int k = DLC_OP_RELU; dlc_op_is_activation((DlcOpKind)k); k++)
+        if (dlc_attr_true(op->kind, op->attrs, dlc_activation_attr((DlcOpKind)k)))
+            return (DlcOpKind)k;
+    return DLC_OP_COUNT;
 }
 
 bool dlc_op_fused_relu(const DlcOp *op) { return dlc_op_fused_activation(op) == DLC_OP_RELU; }

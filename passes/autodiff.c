@@ -41,9 +41,9 @@
 
 /* ---- the grad column of ops.def ----------------------------------------- */
 
-/* Each op's rule: GRAD(x) is dlc_grad_x, which grad.h must declare (a row
- * naming a rule nobody wrote does not compile); an op trained as another
- * form, or not differentiated, has none. */
+/* Each op's rule: GRAD(x) is dlc_grad_x, which grad.h declares from the
+ * same column (a row naming a rule nobody wrote does not link); an op
+ * trained as another form, or not differentiated, has none. */
 #define GRAD(x) dlc_grad_##x
 #define TRAINED_AS(id) NULL
 #define NO_GRAD NULL

@@ -141,30 +141,29 @@ static DlcOp *sole_producer(const DlcOp *consumer, const DlcMap *uses) {
     return (intptr_t)dlc_map_get(uses, x->name) == 1 ? x->def : NULL;
 }
 
-/* relu after an op with a relu attribute, or sigmoid, tanh or leaky_relu
- * (with a slope of 0 or more: its gradient is then computed from the
- * result) after a conv2d or dense (not for a GPU target, whose kernels
- * apply a ReLU only), when the op has no activation yet */
+/* relu after an op with a relu attribute, or another activation after a
+ * conv2d or dense (not for a GPU target, whose kernels apply a ReLU only),
+ * when the op has no activation yet.  The activation's own attributes (a
+ * leaky ReLU's slope) go with it, by name; a leaky ReLU's slope must not be
+ * negative, since the fused gradient is computed from the result. */
 static bool fuse_activation(DlcOp *op, DlcOp *def, bool gpu) {
+    if (!dlc_op_is_activation(op->kind))
+        return false;
     bool conv_or_dense = def->kind == DLC_OP_CONV2D || def->kind == DLC_OP_DENSE;
-    double slope = 0;
-    if (op->kind == DLC_OP_LEAKY_RELU)
-        slope = dlc_attrs_at(op->kind, op->attrs, DLC_A_SLOPE)->f;
     if (op->kind == DLC_OP_RELU) {
         if (!conv_or_dense && def->kind != DLC_OP_ADD && def->kind != DLC_OP_BATCHNORM &&
             def->kind != DLC_OP_BATCHNORM_TRAIN)
             return false;
-    } else if (op->kind != DLC_OP_SIGMOID && op->kind != DLC_OP_TANH &&
-               !(op->kind == DLC_OP_LEAKY_RELU && slope >= 0)) {
-        return false;
-    } else if (!conv_or_dense || gpu) {
+    } else if (!conv_or_dense || gpu ||
+               (op->kind == DLC_OP_LEAKY_RELU && !(dlc_attr_float(op, DLC_A_SLOPE) >= 0))) {
         return false;
     }
     if (dlc_op_fused_activation(def) != DLC_OP_COUNT)
         return false;
     set_attr(def, dlc_activation_attr(op->kind));
-    if (op->kind == DLC_OP_LEAKY_RELU)
-        dlc_attrs_at(def->kind, def->attrs, DLC_A_SLOPE)->f = slope;
+    const DlcOpInfo *info = dlc_op_info(op->kind);
+    for (int i = 0; i < info->nattrs; i++)
+        *dlc_attrs_at(def->kind, def->attrs, info->attrs[i].id) = op->attrs[i];
     return true;
 }
 

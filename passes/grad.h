@@ -1,10 +1,11 @@
 /* grad.h — the gradient rules and the state they share with autodiff.
  *
  * Each differentiable row of ir/ops.def names its rule in the grad column:
- * GRAD(x) is dlc_grad_x, declared below by the file of its op family, which
- * appends the op's vector-Jacobian product to the training network.  The
- * autodiff pass (autodiff.c) builds its dispatch table from that column, so
- * a row naming a rule that is not declared here does not compile.  Rules
+ * GRAD(x) is dlc_grad_x, defined by the file of its op family (declared
+ * below from the column), which appends the op's vector-Jacobian product
+ * to the training network.  The autodiff pass (autodiff.c) builds its
+ * dispatch table from that column, so a row naming a rule nobody wrote
+ * does not link.  Rules
  * call no other rule: they reach the network being built through DlcGrad
  * and the helpers of autodiff.c below.  The gradient of an activation fused
  * into an op (relu=true, ...) is grad_activation.c's, beside the
@@ -59,43 +60,21 @@ void dlc_grad_error(DlcGrad *g, DlcLoc loc, const char *fmt, ...)
 
 /* ---- the rules, by op family (one file each) ---------------------------- */
 
-/* grad_conv.c */
-void dlc_grad_conv2d(DlcGrad *g, const DlcOp *op, DlcValue *dy);
+/* Every rule ops.def names, void dlc_grad_<op>(DlcGrad *, const DlcOp *,
+ * DlcValue *dy), in grad_<family>.c: the loss rules' dy is NULL. */
+#define GRAD(x) void dlc_grad_##x(DlcGrad *g, const DlcOp *op, DlcValue *dy);
+#define TRAINED_AS(id)
+#define NO_GRAD
+#define OP(id, name, arity, flags, schema, infer, grad, cpu, ptx) grad
+#include "../ir/ops.def"
+#undef OP
+#undef NO_GRAD
+#undef TRAINED_AS
+#undef GRAD
 
-/* grad_dense.c */
-void dlc_grad_dense(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-
-/* grad_activation.c */
-void dlc_grad_relu(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_sigmoid(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_tanh(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_leaky_relu(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-/* dy through the activation fused into op (relu=true, sigmoid=true,
- * tanh=true or leaky_relu=true), which comes after the op proper; dy
- * itself when there is none. */
+/* grad_activation.c: dy through the activation fused into op (relu=true,
+ * sigmoid=true, ...), which comes after the op proper; dy itself when
+ * there is none. */
 DlcValue *dlc_grad_through_fused_activation(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-
-/* grad_elementwise.c */
-void dlc_grad_add(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_dropout_train(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-
-/* grad_pool.c */
-void dlc_grad_maxpool(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_maxpool_train(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_avgpool(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_globalavgpool(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-
-/* grad_layout.c */
-void dlc_grad_flatten(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_concat(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-
-/* grad_norm.c */
-void dlc_grad_batchnorm_train(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_lrn(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_softmax(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-
-/* grad_loss.c */
-void dlc_grad_cross_entropy(DlcGrad *g, const DlcOp *op, DlcValue *dy);
-void dlc_grad_mse(DlcGrad *g, const DlcOp *op, DlcValue *dy);
 
 #endif /* DLC_GRAD_H */

@@ -100,16 +100,26 @@ static bool copy_of(const DlcValue *v, Copy *c) {
     memset(c, 0, sizeof *c);
     c->kind = d->kind;
     memcpy(c->attrs, d->attrs, sizeof c->attrs);
+    /* the activations (dlc_op_is_activation) and these, computed again as
+       they are */
+    bool as_is = dlc_op_is_activation(d->kind);
     switch (d->kind) {
-    case DLC_OP_RELU: case DLC_OP_SIGMOID: case DLC_OP_TANH: case DLC_OP_LEAKY_RELU:
     case DLC_OP_ADD: case DLC_OP_MAXPOOL: case DLC_OP_AVGPOOL: case DLC_OP_GLOBALAVGPOOL:
     case DLC_OP_FLATTEN: case DLC_OP_RESHAPE: case DLC_OP_CONCAT: case DLC_OP_LRN:
     case DLC_OP_BATCHNORM_NORMALIZE:
+        as_is = true;
+        break;
+    default:
+        break;
+    }
+    if (as_is) {
         if (d->nin > (int)(sizeof c->in / sizeof *c->in))
             return false;
         memcpy(c->in, d->in, sizeof *d->in * (size_t)d->nin);
         c->nin = d->nin, c->nparams = d->nparams;
         return true;
+    }
+    switch (d->kind) {
     case DLC_OP_BATCHNORM_TRAIN: /* (x, @w, @b, @mean, @var) -> (y, mean, invstd) */
         if (v->result != 0)
             return false;

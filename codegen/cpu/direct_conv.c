@@ -698,7 +698,7 @@ void dlc_cpu_direct_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
     put_prologue(o, &g, real);
     if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU)
         put(o, "    const %s slope = %s; /* the fused leaky ReLU's */\n", real,
-            dlc_cpu_leaky_slope(e, op));
+            dlc_cpu_activation_param(e, op));
     if (g.scatter)
         put_scatter_product(o, op, real, w);
     else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)

@@ -42,10 +42,23 @@ const char *dlc_cpu_activation(Emit *e, const DlcOp *op) {
     return s;
 }
 
-const char *dlc_cpu_leaky_slope(Emit *e, const DlcOp *op) {
-    if (dlc_op_fused_activation(op) != DLC_OP_LEAKY_RELU)
-        return "0";
-    return dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_SLOPE));
+/* the fused activation's own attribute (ops.def gives an activation one
+   at most: a leaky ReLU's slope), or NULL */
+static const DlcAttrSpec *activation_param(const DlcOp *op) {
+    DlcOpKind act = dlc_op_fused_activation(op);
+    if (act == DLC_OP_COUNT || dlc_op_info(act)->nattrs == 0)
+        return NULL;
+    return &dlc_op_info(act)->attrs[0];
+}
+
+const char *dlc_cpu_activation_param(Emit *e, const DlcOp *op) {
+    const DlcAttrSpec *p = activation_param(op);
+    return p ? dlc_cpu_cfloat(e, dlc_attr_float(op, p->id)) : "0";
+}
+
+const char *dlc_cpu_activation_param_name(const DlcOp *op) {
+    const DlcAttrSpec *p = activation_param(op);
+    return p ? p->name : NULL;
 }
 
 const char *dlc_cpu_relu_y(Emit *e, const DlcOp *op) {

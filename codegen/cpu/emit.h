@@ -56,9 +56,12 @@ int dlc_cpu_axis(const DlcOp *op, const DlcType *t, int64_t *before, int64_t *af
  * DLRT_ACT_ and the activation's name in capitals, DLRT_ACT_NONE without
  * one. */
 const char *dlc_cpu_activation(Emit *e, const DlcOp *op);
-/* The slope of op's fused leaky ReLU as a literal of the element type (the
- * one the separate op's kernel gets), "0" without one. */
-const char *dlc_cpu_leaky_slope(Emit *e, const DlcOp *op);
+/* The parameter of op's fused activation (its one attribute: a leaky
+ * ReLU's slope) as a literal of the element type, the one the separate
+ * op's kernel gets; "0" without one.  Its name, the DlrtConv field that
+ * holds it, or NULL. */
+const char *dlc_cpu_activation_param(Emit *e, const DlcOp *op);
+const char *dlc_cpu_activation_param_name(const DlcOp *op);
 /* The operand that holds the ReLU result whose gradient op applies
  * (relu_grad=true), "NULL" without one. */
 const char *dlc_cpu_relu_y(Emit *e, const DlcOp *op);

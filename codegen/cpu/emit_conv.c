@@ -29,8 +29,9 @@ static void put_conv(Emit *e, Out *o, const DlcOp *op) {
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         (long long)d[0], (long long)d[1], (long long)dlc_attr_int(op, DLC_A_GROUPS),
         dlc_cpu_activation(e, op),
-        dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU
-            ? dlc_arena_printf(e->arena, ", .slope = %s", dlc_cpu_leaky_slope(e, op))
+        dlc_cpu_activation_param_name(op)
+            ? dlc_arena_printf(e->arena, ", .%s = %s", dlc_cpu_activation_param_name(op),
+                               dlc_cpu_activation_param(e, op))
             : "");
     put(o, "%s", cv);
     e->scratch = dlc_arena_printf(e->arena,

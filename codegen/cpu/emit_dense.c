@@ -8,7 +8,7 @@
 void dlc_cpu_emit_dense(Emit *e, Out *o, const DlcOp *op) {
     put(o, "    dlrt_dense_forward(n, %lld, %lld, a0, a1, %s, %s, %s, r0);\n",
         (long long)dlc_cpu_numel(op->in[0]), (long long)dlc_cpu_numel(op->out[0]),
-        op->nparams == 2 ? "a2" : "NULL", dlc_cpu_activation(e, op), dlc_cpu_leaky_slope(e, op));
+        op->nparams == 2 ? "a2" : "NULL", dlc_cpu_activation(e, op), dlc_cpu_activation_param(e, op));
 }
 
 /* (dy, @weight), or (dy, y, @weight) with a fused ReLU gradient */
