@@ -237,14 +237,27 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
     return !why;
 }
 
-/* A fused activation (relu, sigmoid, tanh, leaky_relu: passes/fuse.c) is one
- * at most; a fused leaky ReLU's slope is not negative, since its gradient
- * is computed from the result, whose sign is then the input's. */
+/* An ELU's alpha (the op's, or conv2d's and dense's with elu=true). */
+static bool want_elu_alpha(DlcInfer *inf) {
+    double alpha = A(ALPHA).f;
+    if (!(alpha >= 0) || !isfinite(alpha)) {
+        dlc_error(inf->ctx, inf->loc, "%s: alpha must be a finite number, 0 or more, for elu, "
+                  "got %g (its gradient is computed from the result)",
+                  dlc_op_info(inf->kind)->name, alpha);
+        return false;
+    }
+    return true;
+}
+
+/* A fused activation (relu, sigmoid, tanh, leaky_relu, elu: passes/fuse.c)
+ * is one at most; a fused leaky ReLU's slope is not negative, since its
+ * gradient is computed from the result, whose sign is then the input's (an
+ * ELU's alpha is checked as the op's own, below). */
 static bool want_one_activation(DlcInfer *inf) {
-    if (A(RELU).b + A(SIGMOID).b + A(TANH).b + A(LEAKY_RELU).b > 1) {
+    if (A(RELU).b + A(SIGMOID).b + A(TANH).b + A(LEAKY_RELU).b + A(ELU).b > 1) {
         dlc_error(inf->ctx, inf->loc,
-                  "%s: relu, sigmoid, tanh and leaky_relu exclude each other; set one at most",
-                  dlc_op_info(inf->kind)->name);
+                  "%s: relu, sigmoid, tanh, leaky_relu and elu exclude each other; set one at "
+                  "most", dlc_op_info(inf->kind)->name);
         return false;
     }
     if (A(LEAKY_RELU).b && !(A(SLOPE).f >= 0)) {
@@ -255,6 +268,8 @@ static bool want_one_activation(DlcInfer *inf) {
                   A(SLOPE).f);
         return false;
     }
+    if (A(ELU).b && !want_elu_alpha(inf))
+        return false;
     return true;
 }
 
@@ -567,6 +582,13 @@ bool dlc_infer_leaky_relu(DlcInfer *inf) {
         return false;
     }
     return dlc_infer_same(inf);
+}
+
+/* [N,...] -> same: ELU, whose alpha is a finite number 0 or more, so that
+ * its gradient can be computed from its result (y > 0 exactly where x > 0,
+ * and alpha * exp(x) = y + alpha elsewhere) */
+bool dlc_infer_elu(DlcInfer *inf) {
+    return want_elu_alpha(inf) && dlc_infer_same(inf);
 }
 
 /* [N,C,...] -> same: normalized over a window of `size` channels */

@@ -306,13 +306,15 @@ void dlrt_meta_free(DlrtMeta *meta, int nmeta);
 /* An activation applied to a kernel's output (a convolution's or a dense
  * layer's, where the fuse pass merged it), with the same results as the
  * activation's own kernel (dlrt_relu_forward, dlrt_sigmoid_forward,
- * dlrt_tanh_forward, dlrt_leaky_relu_forward with the kernel's slope). */
+ * dlrt_tanh_forward, dlrt_leaky_relu_forward with the kernel's slope,
+ * dlrt_elu_forward with its alpha). */
 typedef enum DlrtActivation {
     DLRT_ACT_NONE,
     DLRT_ACT_RELU,
     DLRT_ACT_SIGMOID,
     DLRT_ACT_TANH,
-    DLRT_ACT_LEAKY_RELU
+    DLRT_ACT_LEAKY_RELU,
+    DLRT_ACT_ELU
 } DlrtActivation;
 
 /* A 2-d convolution's geometry (torch.nn.Conv2d). */
@@ -326,6 +328,7 @@ typedef struct DlrtConv {
     int64_t groups;
     DlrtActivation act;    /* forward: an activation on the output (conv2d {relu=true}, ...) */
     double slope;          /* DLRT_ACT_LEAKY_RELU's, rounded to the element type */
+    double alpha;          /* DLRT_ACT_ELU's, rounded to the element type */
 } DlrtConv;
 
 /* Max and average pooling's geometry (torch.nn.MaxPool2d, AvgPool2d). */

@@ -25,6 +25,11 @@ void DLRT_K(dlrt_leaky_relu_forward)(int64_t count, DLRT_REAL slope, const DLRT_
                                      DLRT_REAL *y);
 void DLRT_K(dlrt_leaky_relu_backward)(int64_t count, DLRT_REAL slope, const DLRT_REAL *dy,
                                       const DLRT_REAL *x, DLRT_REAL *dx);
+/* y = x for x > 0, alpha (exp(x) - 1) otherwise (torch.nn.ELU, alpha 0 or
+ * more); backward from y: dy where y > 0, dy (y + alpha) otherwise. */
+void DLRT_K(dlrt_elu_forward)(int64_t count, DLRT_REAL alpha, const DLRT_REAL *x, DLRT_REAL *y);
+void DLRT_K(dlrt_elu_backward)(int64_t count, DLRT_REAL alpha, const DLRT_REAL *dy,
+                               const DLRT_REAL *y, DLRT_REAL *dx);
 
 /* ---- conv.inc: 2-d convolution ------------------------------------------- */
 
@@ -52,7 +57,8 @@ void DLRT_K(dlrt_conv2d_backward_weight)(const DlrtConv *cv, int64_t n, const DL
 /* ---- dense.inc: dense layers, bias gradients ----------------------------- */
 
 /* y[n,out] = act(x[n,in] w[out,in]^T + b[out]) (b may be NULL) (torch.nn.Linear,
- * then the activation act; slope is DLRT_ACT_LEAKY_RELU's). */
+ * then the activation act; slope is DLRT_ACT_LEAKY_RELU's slope or
+ * DLRT_ACT_ELU's alpha). */
 void DLRT_K(dlrt_dense_forward)(int64_t n, int64_t in, int64_t out, const DLRT_REAL *x,
                                 const DLRT_REAL *w, const DLRT_REAL *b, DlrtActivation act,
                                 DLRT_REAL slope, DLRT_REAL *y);

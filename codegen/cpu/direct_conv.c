@@ -302,6 +302,8 @@ static Epilogue epilogue(const DlcOp *op, const char *real) {
     /* slope: dlc_cpu_direct_conv declares it, as the literal libdlrt's
        leaky_relu_forward would get */
     case DLC_OP_LEAKY_RELU: store = "v > 0 ? v : slope * v"; break;
+    /* alpha, declared as slope is; expm1 as libdlrt's elu_forward calls it */
+    case DLC_OP_ELU: store = f32 ? "v > 0 ? v : alpha * expm1f(v)" : "v > 0 ? v : alpha * expm1(v)"; break;
     default: break;
     }
     return (Epilogue){
@@ -698,6 +700,9 @@ void dlc_cpu_direct_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
     put_prologue(o, &g, real);
     if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU)
         put(o, "    const %s slope = %s; /* the fused leaky ReLU's */\n", real,
+            dlc_cpu_activation_param(e, op));
+    if (dlc_op_fused_activation(op) == DLC_OP_ELU)
+        put(o, "    const %s alpha = %s; /* the fused ELU's */\n", real,
             dlc_cpu_activation_param(e, op));
     if (g.scatter)
         put_scatter_product(o, op, real, w);

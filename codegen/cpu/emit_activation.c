@@ -1,5 +1,5 @@
 /* emit_activation.c — the C of the activations, elementwise over the
- * batch: relu, sigmoid, tanh, leaky_relu and their gradients, each one
+ * batch: relu, sigmoid, tanh, leaky_relu, elu and their gradients, each one
  * call of libdlrt's kernel (dlrt_<name>_forward, dlrt_<name>_backward).
  * Fused into a convolution or a dense layer, an activation is that op's
  * (emit_conv.c, emit_dense.c, direct_conv.c's epilogue). */
@@ -42,6 +42,12 @@ void dlc_cpu_emit_leaky_relu(Emit *e, Out *o, const DlcOp *op) {
         (long long)dlc_cpu_numel(x), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_SLOPE)));
 }
 
+void dlc_cpu_emit_elu(Emit *e, Out *o, const DlcOp *op) {
+    const DlcValue *x = op->in[0];
+    put(o, "    dlrt_elu_forward(%s%lld, %s, a0, r0);\n", dlc_cpu_count(x),
+        (long long)dlc_cpu_numel(x), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_ALPHA)));
+}
+
 void dlc_cpu_emit_relu_grad(Emit *e, Out *o, const DlcOp *op) {
     (void)e;
     put_backward(o, op, "relu");
@@ -61,4 +67,10 @@ void dlc_cpu_emit_leaky_relu_grad(Emit *e, Out *o, const DlcOp *op) {
     const DlcValue *dy = op->in[0];
     put(o, "    dlrt_leaky_relu_backward(%s%lld, %s, a0, a1, r0);\n", dlc_cpu_count(dy),
         (long long)dlc_cpu_numel(dy), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_SLOPE)));
+}
+
+void dlc_cpu_emit_elu_grad(Emit *e, Out *o, const DlcOp *op) {
+    const DlcValue *dy = op->in[0];
+    put(o, "    dlrt_elu_backward(%s%lld, %s, a0, a1, r0);\n", dlc_cpu_count(dy),
+        (long long)dlc_cpu_numel(dy), dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_ALPHA)));
 }

@@ -1,11 +1,11 @@
 /* emit_elementwise.c — the GPU kernels of the elementwise ops: relu,
- * sigmoid, tanh, leaky_relu, add, their gradients, dropout (a copy at
+ * sigmoid, tanh, leaky_relu, elu, add, their gradients, dropout (a copy at
  * inference, a random mask in training, and its gradient), and the copies
  * flatten and reshape.
  *
  * Each is one map, a thread per element of the result: elementwise()
  * builds it and calls the op's scalar function for the value from the
- * operands' elements, computed as the CPU kernels (runtime/kernels.inc)
+ * operands' elements, computed as the CPU kernels (runtime/kernels/)
  * compute it; exp uses the GPU's approximate unit. */
 #include "emit.h"
 
@@ -61,6 +61,17 @@ static LLVMValueRef leaky_relu_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVM
     return kb_select(kb, kb_fgt(kb, a, kb_float(kb, 0)), a, kb_fmul(kb, slope, a));
 }
 
+/* alpha (exp(a) - 1) where a is not positive: with the approximate exp,
+ * within f32's tolerance of the CPU's expm1 away from 0, and of a few ulp
+ * of alpha near it */
+static LLVMValueRef elu_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVMValueRef a1) {
+    (void)i, (void)a1;
+    Kb *kb = b->kb;
+    LLVMValueRef alpha = kb_float(kb, dlc_attr_float(b->op, DLC_A_ALPHA));
+    LLVMValueRef em1 = kb_fsub(kb, kb_exp(kb, a), kb_float(kb, 1));
+    return kb_select(kb, kb_fgt(kb, a, kb_float(kb, 0)), a, kb_fmul(kb, alpha, em1));
+}
+
 void nv_emit_relu(NvKernels *nk, const DlcOp *op, const char *tag) {
     elementwise(nk, op, tag, relu_of);
 }
@@ -75,6 +86,10 @@ void nv_emit_tanh(NvKernels *nk, const DlcOp *op, const char *tag) {
 
 void nv_emit_leaky_relu(NvKernels *nk, const DlcOp *op, const char *tag) {
     elementwise(nk, op, tag, leaky_relu_of);
+}
+
+void nv_emit_elu(NvKernels *nk, const DlcOp *op, const char *tag) {
+    elementwise(nk, op, tag, elu_of);
 }
 
 /* ---- add ---------------------------------------------------------------------- */
@@ -119,6 +134,15 @@ static LLVMValueRef leaky_relu_grad_of(Build *b, LLVMValueRef i, LLVMValueRef dy
     Kb *kb = b->kb;
     LLVMValueRef slope = kb_float(kb, dlc_attr_float(b->op, DLC_A_SLOPE));
     return kb_select(kb, kb_fgt(kb, x, kb_float(kb, 0)), dy, kb_fmul(kb, slope, dy));
+}
+
+/* dy where y > 0, dy (y + alpha) elsewhere: alpha exp(x) from the result */
+static LLVMValueRef elu_grad_of(Build *b, LLVMValueRef i, LLVMValueRef dy, LLVMValueRef y) {
+    (void)i;
+    Kb *kb = b->kb;
+    LLVMValueRef alpha = kb_float(kb, dlc_attr_float(b->op, DLC_A_ALPHA));
+    return kb_select(kb, kb_fgt(kb, y, kb_float(kb, 0)), dy,
+                     kb_fmul(kb, dy, kb_fadd(kb, y, alpha)));
 }
 
 void nv_emit_relu_grad(NvKernels *nk, const DlcOp *op, const char *tag) {
@@ -194,4 +218,8 @@ void nv_emit_dropout_train(NvKernels *nk, const DlcOp *op, const char *tag) {
     kb_store(kb, b.p[2], i, mask);
     kb_store(kb, b.p[1], i, kb_fmul(kb, kb_load(kb, b.p[0], i), mask));
     nv_end_map(&b);
+}
+
+void nv_emit_elu_grad(NvKernels *nk, const DlcOp *op, const char *tag) {
+    elementwise(nk, op, tag, elu_grad_of);
 }

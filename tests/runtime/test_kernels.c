@@ -707,11 +707,12 @@ static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
 
     /* each fused activation: the bits of the convolution and then the
      * activation's own kernel */
-    for (DlrtActivation act = DLRT_ACT_RELU; act <= DLRT_ACT_LEAKY_RELU; act++) {
+    for (DlrtActivation act = DLRT_ACT_RELU; act <= DLRT_ACT_ELU; act++) {
         float *fused = falloc(ny);
         DlrtConv with = cv;
         with.act = act;
         with.slope = 0.1f; /* as generated code writes it: the float's value */
+        with.alpha = 0.7f;
         dlrt_conv2d_forward(&cv, n, ctx.xf, ctx.wf, bf, ctx.yf, ctx.work, dlrt_threads());
         dlrt_conv2d_forward(&with, n, ctx.xf, ctx.wf, bf, fused, ctx.work, dlrt_threads());
         if (act == DLRT_ACT_RELU)
@@ -720,6 +721,8 @@ static void test_conv_case(Tally *t, DlrtRng *rng, int64_t n, int64_t c, int64_t
             dlrt_sigmoid_forward(ny, ctx.yf, ctx.yf);
         else if (act == DLRT_ACT_TANH)
             dlrt_tanh_forward(ny, ctx.yf, ctx.yf);
+        else if (act == DLRT_ACT_ELU)
+            dlrt_elu_forward(ny, 0.7f, ctx.yf, ctx.yf);
         else
             dlrt_leaky_relu_forward(ny, 0.1f, ctx.yf, ctx.yf);
         snprintf(tail, room, "forward with fused activation %d", (int)act);
@@ -926,6 +929,10 @@ static void test_dense_case(Tally *t, DlrtRng *rng, int64_t n, int64_t in, int64
         dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, 0, plain);
         dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_LEAKY_RELU, 0.2f, fused);
         dlrt_leaky_relu_forward(n * out, 0.2f, plain, plain);
+        CHECK(t, memcmp(fused, plain, sizeof *plain * (size_t)(n * out)) == 0);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_NONE, 0, plain);
+        dlrt_dense_forward(n, in, out, x, w, b, DLRT_ACT_ELU, 1.5f, fused);
+        dlrt_elu_forward(n * out, 1.5f, plain, plain);
         CHECK(t, memcmp(fused, plain, sizeof *plain * (size_t)(n * out)) == 0);
         free(plain), free(fused);
     }
@@ -1348,6 +1355,40 @@ static void test_activations(Tally *t, DlrtRng *rng) {
     dlrt_relu_forward(3, r, yb);
     dlrt_relu_backward(3, g, yb, dx);
     CHECK_VALUES(t, "relu backward at 0 and below", dx, wantr, 3, 0);
+
+    /* elu: alpha (exp(x) - 1) below 0 against the f64 formula, its
+     * gradient from the result against central differences of it, for
+     * alphas 0, 1 and 2.5; and the special values (torch.nn.ELU's) */
+    for (int k = 0; k < 3; k++) {
+        float alpha = (float[]){0.0f, 1.0f, 2.5f}[k];
+        fill_random(rng, x, xd, N);
+        fill_random(rng, dy, dyd, N);
+        for (int i = 0; i < N; i++) {
+            x[i] *= 4.0f;
+            if (fabsf(x[i]) < 1e-3f) /* away from the kink */
+                x[i] = 0.5f;
+            xd[i] = x[i];
+            want[i] = xd[i] > 0 ? xd[i] : alpha * expm1(xd[i]);
+        }
+        dlrt_elu_forward(N, alpha, x, y);
+        CHECK_CLOSE(t, "elu", y, want, N, 1e-6);
+        dlrt_elu_backward(N, alpha, dy, y, dx);
+        for (int i = 0; i < N; i++) {
+            double h = 1e-6, xp = xd[i] + h, xm = xd[i] - h;
+            double fp = xp > 0 ? xp : alpha * expm1(xp), fm = xm > 0 ? xm : alpha * expm1(xm);
+            want[i] = dyd[i] * (fp - fm) / (2 * h);
+        }
+        CHECK_CLOSE(t, "elu backward", dx, want, N, 1e-5);
+    }
+    float ex[] = {-INFINITY, INFINITY, NAN, -0.0f, 0.0f, -1e-30f}, ey[6], edx[6];
+    float eg[] = {1, 1, 1, 1, 1, 1};
+    dlrt_elu_forward(6, 2.0f, ex, ey);
+    CHECK(t, ey[0] == -2.0f && ey[1] == INFINITY && isnan(ey[2]) && ey[3] == 0.0f &&
+                 signbit(ey[3]) && ey[4] == 0.0f && ey[5] == 2.0f * -1e-30f);
+    dlrt_elu_backward(6, 2.0f, eg, ey, edx);
+    /* alpha exp(x) from y: 0 at -inf, 1 above 0, alpha at 0 (PyTorch's x <= 0) */
+    CHECK(t, edx[0] == 0.0f && edx[1] == 1.0f && isnan(edx[2]) && edx[3] == 2.0f &&
+                 edx[4] == 2.0f);
 
     /* add, in place and not */
     float a[] = {1, 2, 3}, b[] = {10, 20, 30}, s[3], wants[] = {11, 22, 33};

@@ -75,6 +75,18 @@ def lrnnet(p, x, training=False):
     return F.linear(x.flatten(1), p["out.weight"], p["out.bias"])
 
 
+def elunet_params():
+    return {"a.weight": (8, 1, 3, 3), "a.bias": (8,), "b.weight": (8, 8, 3, 3), "b.bias": (8,),
+            "c.weight": (32, 392), "c.bias": (32,), "out.weight": (10, 32), "out.bias": (10,)}
+
+
+def elunet(p, x, training=False):
+    x = F.max_pool2d(F.elu(F.conv2d(x, p["a.weight"], p["a.bias"], padding=1), 0.5), 2)
+    x = F.elu(F.max_pool2d(F.conv2d(x, p["b.weight"], p["b.bias"], padding=1), 2))
+    x = F.elu(F.linear(x.flatten(1), p["c.weight"], p["c.bias"]), 2.0)
+    return F.linear(x, p["out.weight"], p["out.bias"])
+
+
 def tilenet_params():
     return {"a.weight": (4, 1, 3, 3), "a.bias": (4,), "b.weight": (8, 4, 3, 5),
             "c.weight": (16, 8, 3, 3), "c.bias": (16,), "s.weight": (16, 16, 3, 3),
@@ -115,7 +127,8 @@ def bnnet(p, x, training=False):
 
 MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05),
           "simplecnn": (simplecnn_params, simplecnn, 0.01), "bnnet": (bnnet_params, bnnet, 0.05),
-          "lrnnet": (lrnnet_params, lrnnet, 0.05), "tilenet": (tilenet_params, tilenet, 0.05)}
+          "lrnnet": (lrnnet_params, lrnnet, 0.05), "tilenet": (tilenet_params, tilenet, 0.05),
+          "elunet": (elunet_params, elunet, 0.05)}
 
 
 def is_buffer(name):
