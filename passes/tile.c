@@ -443,7 +443,7 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
 /* ---- pooling ---------------------------------------------------------------- */
 
 /* The band of a max pooling (maxpool {band=N}): how many output rows of a
- * plane libdlrt's loops compute at a time (runtime/kernels.inc), from L1.
+ * plane libdlrt's loops compute at a time (runtime/kernels/pool.inc), from L1.
  *
  *   - Windows of 2x2 that tile the plane exactly run as row pairs whatever
  *     the band: none is chosen.

@@ -5,7 +5,7 @@
  * element) summed through shared memory in a fixed order, then divided by
  * the count: the same mean on every run.  A gradient is a map.  The
  * cross-entropy is computed stably (log-sum-exp), NaN for a label out of
- * range, as the CPU kernels (runtime/kernels.inc) compute it. */
+ * range, as the CPU kernels (runtime/kernels/) compute it. */
 #include <math.h>
 
 #include "emit.h"

@@ -7,7 +7,7 @@
  * LRN and softmax are maps.  The sums per channel split each channel among
  * blocks (Parts): each part's sums go to scratch memory, and a small
  * kernel adds the parts in order, so that results do not depend on timing:
- * no atomics.  Semantics follow the CPU kernels (runtime/kernels.inc). */
+ * no atomics.  Semantics follow the CPU kernels (runtime/kernels/). */
 #include <math.h>
 #include <string.h>
 

@@ -17,7 +17,7 @@
  *     the convolutions and their two gradients, on the CUDA cores or on
  *     the tensor cores (--gpu-math=tf32).
  *
- * Semantics follow the CPU kernels (runtime/kernels.inc) op for op; exp and
+ * Semantics follow the CPU kernels (runtime/kernels/) op for op; exp and
  * log use the GPU's approximate units, sums run in f32. */
 #include "emit.h"
 
