@@ -202,17 +202,17 @@ static void parse_devices(const char *arg, Options *o) {
     const DlcTarget *cpu = dlc_target_lookup("cpu");
     o->ndevices = 1;
     o->devices[0] = cpu;
-    bool has_cpu = false, ok = true;
+    bool has_cpu = false, ok = strlen(arg) < sizeof list; /* not cut short */
     for (int i = 0; names[i] && ok; i++) {
         const DlcTarget *t = dlc_target_lookup(names[i]);
         for (int j = 0; j < i; j++)
             ok &= strcmp(names[j], names[i]) != 0;
-        ok &= t && t->emit;
+        ok &= t != NULL;
         has_cpu |= t == cpu;
         if (ok && t != cpu)
             o->devices[o->ndevices++] = t;
     }
-    if (!ok || !has_cpu || strlen(arg) >= sizeof list) {
+    if (!ok || !has_cpu) {
         fprintf(stderr, "dlc: error: --target takes cpu or cpu,cuda, not '%s'\n", arg);
         exit(2);
     }

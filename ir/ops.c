@@ -30,6 +30,14 @@ static const struct {
 #include "attrs.def"
 #undef ATTR
 };
+/* The attrs.def entry spelt name, or DLC_A_COUNT. */
+static int attr_named(const char *name) {
+    int a = 0;
+    while (a < DLC_A_COUNT && strcmp(attr_names[a].name, name) != 0)
+        a++;
+    return a;
+}
+
 /* slot[k][a]: attribute a's index in op k's schema + 1; 0 for none */
 static signed char slot[DLC_OP_COUNT][DLC_A_COUNT];
 
@@ -97,9 +105,7 @@ static void parse_schema(DlcOpInfo *op) {
             parse_default(op, spec, eq + 1);
         else
             spec->required = true;
-        int a = 0;
-        while (a < DLC_A_COUNT && strcmp(attr_names[a].name, tok) != 0)
-            a++;
+        int a = attr_named(tok);
         if (a == DLC_A_COUNT || attr_names[a].type != spec->type)
             dlc_unreachable("ops.def: attribute %s of %s is not in attrs.def with that type",
                             tok, op->name);
@@ -109,12 +115,23 @@ static void parse_schema(DlcOpInfo *op) {
     }
 }
 
+/* act_attr[k]: for an activation k (dlc_op_is_activation), the attribute
+ * that fuses it into an op, spelt as its name */
+static DlcAttrName act_attr[DLC_OP_COUNT];
+
 static void init_table(void) {
     if (table_ready)
         return;
     for (int k = 0; k < DLC_OP_COUNT; k++) {
         parse_schema(&op_table[k]);
         op_names[k] = op_table[k].name;
+        if (!dlc_op_is_activation((DlcOpKind)k))
+            continue;
+        int a = attr_named(op_table[k].name);
+        if (a == DLC_A_COUNT)
+            dlc_unreachable("attrs.def has no attribute %s for the activation fused",
+                            op_table[k].name);
+        act_attr[k] = (DlcAttrName)a;
     }
     table_ready = true;
 }
@@ -245,11 +262,8 @@ DlcValue *dlc_concat_operand_sliced(const DlcOp *concat, const DlcOp *slice) {
 DlcAttrName dlc_activation_attr(DlcOpKind act) {
     if (!dlc_op_is_activation(act))
         dlc_unreachable("%s is not an activation", dlc_op_info(act)->name);
-    const char *name = dlc_op_info(act)->name;
-    for (int a = 0; a < DLC_A_COUNT; a++)
-        if (strcmp(attr_names[a].name, name) == 0)
-            return (DlcAttrName)a;
-    dlc_unreachable("attrs.def has no attribute %s for the activation fused", name);
+    init_table();
+    return act_attr[act];
 }
 
 DlcOpKind dlc_op_fused_activation(const DlcOp *op) {

@@ -263,8 +263,7 @@ static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
     def->nin += 4;
     def->nparams += 4;
     set_attr(def, DLC_A_BATCHNORM);
-    dlc_attrs_at(def->kind, def->attrs, DLC_A_BN_EPS)->f =
-        dlc_attrs_at(op->kind, op->attrs, DLC_A_EPS)->f;
+    dlc_attrs_at(def->kind, def->attrs, DLC_A_BN_EPS)->f = dlc_attr_float(op, DLC_A_EPS);
     if (dlc_op_fused_relu(op))
         set_attr(def, DLC_A_RELU);
     return true;

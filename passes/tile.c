@@ -146,19 +146,15 @@ typedef struct Product {
     bool strided; /* a forward convolution with a stride: filter lanes only */
 } Product;
 
-static const DlcAttr *attr(const DlcOp *op, DlcAttrName a) {
-    return dlc_attrs_at(op->kind, (DlcAttr *)op->attrs, a);
-}
-
 /* The product of op, or false where dlc's loops do not apply (groups, the
  * gradients of a strided convolution, an input gradient's padding larger
  * than the kernel) or do not pay (1x1 convolutions read their input as it
  * is). */
 static bool product_of(const DlcOp *op, Product *p) {
-    const int64_t *k = attr(op, DLC_A_KERNEL)->pair, *s = attr(op, DLC_A_STRIDE)->pair,
-                  *pad = attr(op, DLC_A_PAD)->pair;
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *pad = dlc_attr_pair(op, DLC_A_PAD);
     p->strided = s[0] != 1 || s[1] != 1;
-    if ((p->strided && op->kind != DLC_OP_CONV2D) || attr(op, DLC_A_GROUPS)->i != 1)
+    if ((p->strided && op->kind != DLC_OP_CONV2D) || dlc_attr_int(op, DLC_A_GROUPS) != 1)
         return false;
     if (k[0] == 1 && k[1] == 1 && pad[0] == 0 && pad[1] == 0)
         return false;
@@ -320,8 +316,8 @@ static bool choose_weight_filter_lanes(const Product *p, int64_t kw, const DlcTa
  * same or less intensity) are not. */
 static bool choose_scatter(const DlcOp *op, const Product *p, const DlcTargetCpu *t, Block *b,
                            double *time) {
-    const int64_t *k = attr(op, DLC_A_KERNEL)->pair, *d = attr(op, DLC_A_DILATION)->pair,
-                  *pad = attr(op, DLC_A_PAD)->pair;
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *d = dlc_attr_pair(op, DLC_A_DILATION),
+                  *pad = dlc_attr_pair(op, DLC_A_PAD);
     int64_t lanes = t->vector / 4, filters = p->c.channels, channels = p->c.rows;
     int64_t wp = p->c.ow + 2 * pad[1], taps = channels * k[0] * k[1];
     int64_t positions = p->c.h * wp, shift = (k[0] - 1) * d[0] * wp + (k[1] - 1) * d[1];
@@ -367,7 +363,7 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
     bool weight = op->kind == DLC_OP_CONV2D_GRAD_WEIGHT;
     if (weight && p.macs > WEIGHT_GRADIENT_MACS)
         return false;
-    int64_t kw = attr(op, DLC_A_KERNEL)->pair[1];
+    int64_t kw = dlc_attr_pair(op, DLC_A_KERNEL)[1];
     double best = 0;
     int64_t best_waste = 0, best_computed = 0;
     for (int64_t rows = 1; fits && rows <= p.c.rows && rows <= t->registers; rows++) {
@@ -465,8 +461,8 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
  * rows (the rule gives 10), slower in the 35 rows that libdlrt's buffers
  * hold; the whole-plane loops beat the best band where they apply. */
 static int64_t pool_band(const DlcOp *op, const DlcTargetCpu *t) {
-    const int64_t *k = attr(op, DLC_A_KERNEL)->pair, *s = attr(op, DLC_A_STRIDE)->pair,
-                  *pad = attr(op, DLC_A_PAD)->pair;
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *pad = dlc_attr_pair(op, DLC_A_PAD);
     const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
     int64_t h = x->dims[1], w = x->dims[2], oh = y->dims[1], ow = y->dims[2];
     int64_t elem = x->dtype == DLC_F64 ? 8 : 4, half_l1 = t->l1 / 2 / elem;

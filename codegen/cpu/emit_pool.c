@@ -11,7 +11,6 @@
 static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y) {
     const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
                   *p = dlc_attr_pair(op, DLC_A_PAD);
-    int cip = dlc_op_attr_slot(op->kind, DLC_A_COUNT_INCLUDE_PAD);
     int band = dlc_op_attr_slot(op->kind, DLC_A_BAND); /* maxpool's, the tile pass's choice */
     put(o, "    static const DlrtPool pool = {.c = %lld, .h = %lld, .w = %lld, .oh = %lld, "
            ".ow = %lld,\n        .kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, "
@@ -19,7 +18,7 @@ static void put_pool(Out *o, const DlcOp *op, const DlcType *x, const DlcType *y
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[1], (long long)y->dims[2], (long long)k[0], (long long)k[1],
         (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-        cip >= 0 && op->attrs[cip].b ? "true" : "false",
+        dlc_attr_true(op->kind, op->attrs, DLC_A_COUNT_INCLUDE_PAD) ? "true" : "false",
         dlc_attr_true(op->kind, op->attrs, DLC_A_RELU_GRAD) ? ", .relu_grad = true" : "");
     if (band >= 0 && op->attrs[band].i)
         put(o, ", .band = %lld", (long long)op->attrs[band].i);
