@@ -91,6 +91,8 @@ typedef struct Elab {
     DlcMap layers;         /* full layer name -> (void*)1, per network */
     Scope *scope;
     const char *bind_name; /* names what the current statement creates */
+    const char *piece_of;  /* the layer name the ops being made share (the
+                              pieces of a stacked recurrent layer), or NULL */
     int block_depth, expr_depth;
     long steps;
     long max_steps, max_ops; /* the limits in force */
@@ -560,7 +562,7 @@ static DlcValue *make_op(Elab *e, DlcOpKind kind, DlcValue **tensors, int ntenso
     DlcValue *operands[64 + DLC_MAX_PARAMS_PER_OP];
     memcpy(operands, tensors, (size_t)ntensors * sizeof *tensors);
     if (inf.nparams) {
-        const char *layer = layer_name(e, override, loc);
+        const char *layer = e->piece_of ? e->piece_of : layer_name(e, override, loc);
         if (!layer)
             return NULL;
         for (int i = 0; i < inf.nparams; i++) {
@@ -572,6 +574,7 @@ static DlcValue *make_op(Elab *e, DlcOpKind kind, DlcValue **tensors, int ntenso
                 dlc_error(e->ctx, loc, "parameter name '%s' is already used", pname);
                 return NULL;
             }
+            p->fan_in = inf.params[i].fan_in;
             operands[ntensors + i] = p;
         }
     } else if (override) {
@@ -587,6 +590,91 @@ static DlcValue *make_op(Elab *e, DlcOpKind kind, DlcValue **tensors, int ntenso
     if (!op)
         dlc_unreachable("result name clash in %s", e->net->name);
     return op->out[0];
+}
+
+/* attrs (indexed by kind's schema) with attribute a set to v */
+static void set_attr(DlcOpKind kind, DlcAttr *attrs, DlcAttrName a, DlcAttr v) {
+    DlcAttr *at = dlc_attrs_at(kind, attrs, a);
+    v.type = at->type;
+    v.set = true;
+    *at = v;
+}
+
+/* A recurrent layer as torch.nn.LSTM takes it (layers=L, bidirectional,
+ * dropout=p) made of the ops the IR has, one per layer and direction: the
+ * pieces' parameters are all the call's layer's, told apart by layer=K
+ * and reverse=true (@h.weight_ih_l1_reverse, PyTorch's names); a
+ * bidirectional layer's two results are concatenated along the features
+ * (with last=true, the two final states), and dropout comes between
+ * layers, as PyTorch applies it.  Returns the last piece's result. */
+static DlcValue *make_recurrent(Elab *e, DlcOpKind kind, DlcValue *x, DlcAttr *given,
+                                const char *override, DlcLoc loc) {
+    DlcAttr attrs[DLC_MAX_ATTRS];
+    memcpy(attrs, given, sizeof attrs);
+    const char *name = dlc_op_info(kind)->name;
+    if (dlc_op_fill_defaults(kind, attrs) >= 0) /* reported by make_op */
+        return make_op(e, kind, &x, 1, given, override, loc);
+    int64_t layers = dlc_attrs_at(kind, attrs, DLC_A_LAYERS)->i;
+    bool bidirectional = dlc_attrs_at(kind, attrs, DLC_A_BIDIRECTIONAL)->b;
+    bool last = dlc_attrs_at(kind, attrs, DLC_A_LAST)->b;
+    double p = dlc_attrs_at(kind, attrs, DLC_A_DROPOUT)->f;
+    int64_t first = dlc_attrs_at(kind, attrs, DLC_A_LAYER)->i;
+    if (layers < 1 || layers > 100) {
+        dlc_error(e->ctx, loc, "%s: layers must be between 1 and 100, got %lld", name,
+                  (long long)layers);
+        return NULL;
+    }
+    if (!(p >= 0 && p < 1)) {
+        dlc_error(e->ctx, loc, "%s: dropout must be at least 0 and below 1, got %g", name, p);
+        return NULL;
+    }
+    if (bidirectional && dlc_attrs_at(kind, attrs, DLC_A_REVERSE)->b) {
+        dlc_error(e->ctx, loc, "%s: reverse=true is one direction of bidirectional=true; "
+                  "give one of them", name);
+        return NULL;
+    }
+    if (p > 0 && layers == 1)
+        warn_once(e, loc, "%s: dropout=%s applies between stacked layers; with layers=1 it "
+                  "does nothing", name, dlc_arena_printf(e->arena, "%g", p));
+    set_attr(kind, attrs, DLC_A_LAYERS, (DlcAttr){.i = 1});
+    set_attr(kind, attrs, DLC_A_BIDIRECTIONAL, (DlcAttr){.b = false});
+    set_attr(kind, attrs, DLC_A_DROPOUT, (DlcAttr){.f = 0});
+    if (layers == 1 && !bidirectional)
+        return make_op(e, kind, &x, 1, attrs, override, loc);
+
+    const char *layer = layer_name(e, override, loc);
+    if (!layer)
+        return NULL;
+    DlcValue *h = x;
+    for (int64_t l = 0; l < layers && h; l++) {
+        if (l > 0 && p > 0) {
+            DlcAttr d[DLC_MAX_ATTRS];
+            memset(d, 0, sizeof d);
+            set_attr(DLC_OP_DROPOUT, d, DLC_A_P, (DlcAttr){.f = p});
+            h = make_op(e, DLC_OP_DROPOUT, &h, 1, d, NULL, loc);
+            if (!h)
+                break;
+        }
+        set_attr(kind, attrs, DLC_A_LAYER, (DlcAttr){.i = first + l});
+        set_attr(kind, attrs, DLC_A_LAST, (DlcAttr){.b = last && l == layers - 1});
+        set_attr(kind, attrs, DLC_A_REVERSE, (DlcAttr){.b = false});
+        e->piece_of = layer;
+        DlcValue *fwd = make_op(e, kind, &h, 1, attrs, NULL, loc), *bwd = NULL;
+        if (fwd && bidirectional) {
+            set_attr(kind, attrs, DLC_A_REVERSE, (DlcAttr){.b = true});
+            bwd = make_op(e, kind, &h, 1, attrs, NULL, loc);
+        }
+        e->piece_of = NULL;
+        if (!bwd) {
+            h = bidirectional ? NULL : fwd;
+            continue;
+        }
+        DlcAttr c[DLC_MAX_ATTRS];
+        memset(c, 0, sizeof c);
+        set_attr(DLC_OP_CONCAT, c, DLC_A_AXIS, (DlcAttr){.i = fwd->type.rank - 1});
+        h = make_op(e, DLC_OP_CONCAT, (DlcValue *[]){fwd, bwd}, 2, c, NULL, loc);
+    }
+    return h;
 }
 
 /* A layer name given with name="...": an identifier, since it becomes
@@ -695,7 +783,9 @@ static Ev call_op(Elab *e, AstNode *n, DlcOpKind kind) {
     }
     if (!ok)
         return poison;
-    DlcValue *r = make_op(e, kind, tensors, ntensors, attrs, override, n->loc);
+    DlcValue *r = dlc_op_is_recurrent(kind)
+                      ? make_recurrent(e, kind, tensors[0], attrs, override, n->loc)
+                      : make_op(e, kind, tensors, ntensors, attrs, override, n->loc);
     return r ? ev_tensor(r) : poison;
 }
 

@@ -284,6 +284,26 @@ static inline bool dlc_op_has_params(DlcOpKind k) {
 static inline bool dlc_op_is_activation(DlcOpKind k) {
     return k >= DLC_OP_RELU && k <= DLC_OP_LEAKY_RELU;
 }
+/* rnn, rnn_relu, lstm, gru; their training forms; their gradients */
+static inline bool dlc_op_is_recurrent(DlcOpKind k) {
+    return k >= DLC_OP_RNN && k <= DLC_OP_GRU;
+}
+static inline bool dlc_op_is_recurrent_train(DlcOpKind k) {
+    return k >= DLC_OP_RNN_TRAIN && k <= DLC_OP_GRU_TRAIN;
+}
+static inline bool dlc_op_is_recurrent_grad(DlcOpKind k) {
+    return k >= DLC_OP_RNN_GRAD && k <= DLC_OP_GRU_GRAD;
+}
+/* The cell of a recurrent op of any of the three forms, as its forward
+ * kind (DLC_OP_LSTM for lstm, lstm_train and lstm_grad); DLC_OP_COUNT for
+ * any other op. */
+DlcOpKind dlc_recurrent_cell(DlcOpKind k);
+/* The gates of a recurrent cell (1 for rnn and rnn_relu, 4 for lstm, 3 for
+ * gru) and the width of its training form's cache, in hidden states (1, 5,
+ * 4): kernels/recurrent.inc's layout. */
+int dlc_recurrent_gates(DlcOpKind cell);
+int dlc_recurrent_cache(DlcOpKind cell);
+
 static inline bool dlc_op_is_pool(DlcOpKind k) {
     return k >= DLC_OP_MAXPOOL && k <= DLC_OP_GLOBALAVGPOOL;
 }
@@ -372,6 +392,7 @@ struct DlcInfer {
         const char *role;   /* "weight", "bias", "running_mean", ... */
         DlcType type;
         DlcInit init;
+        int64_t fan_in;     /* DlcValue.fan_in: 0 for the shape's */
         bool trainable;     /* false: a buffer (running statistics) */
     } params[DLC_MAX_PARAMS_PER_OP];
     int nparams;
@@ -406,6 +427,10 @@ typedef struct DlcValue {
     DlcLoc loc;       /* where it was defined */
     /* DLC_VAL_PARAM only: */
     DlcInit init;
+    int64_t fan_in;   /* kaiming_uniform's bound is 1/sqrt(fan_in): this, or where
+                         0 the elements per row (all but the first dimension);
+                         a recurrent layer's parameters give its hidden size,
+                         as torch.nn.LSTM initializes them */
     bool trainable;   /* false for buffers (batchnorm running statistics) */
 } DlcValue;
 

@@ -215,6 +215,33 @@ void dlc_attrs_like(DlcOpKind kind, DlcOpKind from, const DlcAttr *from_attrs, D
     }
 }
 
+DlcOpKind dlc_recurrent_cell(DlcOpKind k) {
+    if (dlc_op_is_recurrent(k))
+        return k;
+    if (dlc_op_is_recurrent_train(k))
+        return (DlcOpKind)(DLC_OP_RNN + (k - DLC_OP_RNN_TRAIN));
+    if (dlc_op_is_recurrent_grad(k))
+        return (DlcOpKind)(DLC_OP_RNN + (k - DLC_OP_RNN_GRAD));
+    return DLC_OP_COUNT;
+}
+
+/* the three forms list the cells in one order */
+_Static_assert(DLC_OP_RNN_RELU_TRAIN - DLC_OP_RNN_TRAIN == DLC_OP_RNN_RELU - DLC_OP_RNN &&
+               DLC_OP_LSTM_TRAIN - DLC_OP_RNN_TRAIN == DLC_OP_LSTM - DLC_OP_RNN &&
+               DLC_OP_GRU_TRAIN - DLC_OP_RNN_TRAIN == DLC_OP_GRU - DLC_OP_RNN &&
+               DLC_OP_RNN_RELU_GRAD - DLC_OP_RNN_GRAD == DLC_OP_RNN_RELU - DLC_OP_RNN &&
+               DLC_OP_LSTM_GRAD - DLC_OP_RNN_GRAD == DLC_OP_LSTM - DLC_OP_RNN &&
+               DLC_OP_GRU_GRAD - DLC_OP_RNN_GRAD == DLC_OP_GRU - DLC_OP_RNN,
+               "ops.def: rnn, rnn_relu, lstm, gru in one order in each form");
+
+int dlc_recurrent_gates(DlcOpKind cell) {
+    return cell == DLC_OP_LSTM ? 4 : cell == DLC_OP_GRU ? 3 : 1;
+}
+
+int dlc_recurrent_cache(DlcOpKind cell) {
+    return cell == DLC_OP_LSTM ? 5 : cell == DLC_OP_GRU ? 4 : 1;
+}
+
 bool dlc_argmax_indexes_planes(const DlcType *x) {
     return x->dims[1] * x->dims[2] <= INT32_MAX;
 }

@@ -9,7 +9,7 @@
  *   network  := 'network' @name '(' [input {',' input}] ')'
  *               '{' { param | op } 'return' [ref {',' ref}] '}'
  *   input    := %name ':' type
- *   param    := ('param' | 'buffer') @name ':' type 'init' '=' word
+ *   param    := ('param' | 'buffer') @name ':' type 'init' '=' word ['fan_in' '=' int]
  *   op       := [%name [',' %name] '='] word '(' [ref {',' ref}] ')'
  *               ['{' [word '=' attr {',' word '=' attr}] '}']
  *               [':' type [',' type]] ['loc' '(' string ':' int ':' int ')']
@@ -668,7 +668,18 @@ static bool parse_param(Parser *p) {
     DlcInit init = DLC_INIT_ZEROS;
     if (!parse_init(p, &init))
         return false;
-    dlc_network_add_param(p->m, p->net, name, type, init, trainable, tok_loc(p, &t));
+    int64_t fan_in = 0;
+    if (is_word(p, "fan_in")) {
+        advance(p);
+        if (!expect(p, '=', "'=' after 'fan_in'") || !parse_int(p, "the fan-in", &fan_in))
+            return false;
+        if (fan_in < 1)
+            return report(&p->lx, tok_loc(p, &t), "parameter '@%s': fan_in must be positive",
+                          name);
+    }
+    DlcValue *v = dlc_network_add_param(p->m, p->net, name, type, init, trainable,
+                                        tok_loc(p, &t));
+    v->fan_in = fan_in;
     return true;
 }
 

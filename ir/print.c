@@ -2,6 +2,7 @@
  *
  *   network @lenet5(%image: f32[N,1,28,28]) {
  *     param @x.weight: f32[6,1,5,5] init=kaiming_uniform
+ *     param @h.weight_ih_l0: f32[512,28] init=kaiming_uniform fan_in=128
  *     %x = conv2d(%image, @x.weight, @x.bias) {filters=6, kernel=5, pad=2} : f32[N,6,28,28] loc("lenet5.dl":3:9)
  *     return %x.9
  *   }
@@ -133,7 +134,10 @@ static void print_network(FILE *out, const DlcModule *m, const DlcNetwork *net) 
         const DlcValue *p = net->params[i];
         fprintf(out, "  %s @%s: ", p->trainable ? "param" : "buffer", p->name);
         print_type(out, &p->type);
-        fprintf(out, " init=%s\n", dlc_init_name(p->init));
+        fprintf(out, " init=%s", dlc_init_name(p->init));
+        if (p->fan_in)
+            fprintf(out, " fan_in=%lld", (long long)p->fan_in);
+        fputc('\n', out);
     }
     for (int i = 0; i < net->nops; i++)
         print_op(out, m, net->ops[i]);

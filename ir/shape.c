@@ -138,6 +138,7 @@ static void add_param(DlcInfer *inf, const char *role, DlcDType dt, int rank,
     int k = inf->nparams++;
     inf->params[k].role = role;
     inf->params[k].init = init;
+    inf->params[k].fan_in = 0;
     inf->params[k].trainable = trainable;
     DlcType *t = &inf->params[k].type;
     memset(t, 0, sizeof *t);
@@ -320,19 +321,143 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
     return check_tile(inf, f) && check_sizes(inf);
 }
 
+/* (x) -> [units]; per_step=true: (x [T,F]) -> [T,units], the same layer
+ * applied to each step (torch.nn.Linear on the last dimension) */
 bool dlc_infer_dense(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, -1, 1, "[N,...]") || !want_one_activation(inf))
+    bool per_step = dlc_attr_true(inf->kind, inf->attrs, DLC_A_PER_STEP);
+    if (!want_tensor(inf, 0, per_step ? 2 : -1, 1, per_step ? "[T,F]" : "[N,...]") ||
+        !want_one_activation(inf))
         return false;
     int64_t units = A(UNITS).i;
     if (!want_positive(inf, "units", units, 1))
         return false;
     const DlcType *x = &inf->in[0];
-    int64_t in = dlc_type_numel(x);
-    set_out(inf, x->dtype, true, 1, (int64_t[]){units});
+    int64_t in = per_step ? x->dims[1] : dlc_type_numel(x);
+    if (per_step)
+        set_out(inf, x->dtype, true, 2, (int64_t[]){x->dims[0], units});
+    else
+        set_out(inf, x->dtype, true, 1, (int64_t[]){units});
     add_param(inf, "weight", x->dtype, 2, (int64_t[]){units, in},
               DLC_INIT_KAIMING_UNIFORM, true);
     if (A(BIAS).b)
         add_param(inf, "bias", x->dtype, 1, (int64_t[]){units}, DLC_INIT_ZEROS, true);
+    return check_sizes(inf);
+}
+
+/* ---- recurrent layers ---------------------------------------------------- */
+
+/* A recurrent layer's index in its parameters' names is below this. */
+#define MAX_RECURRENT_LAYER 100
+
+/* Parameter `which` (weight_ih, weight_hh, bias_ih, bias_hh) of layer
+ * `layer` in one direction, named as torch.nn.LSTM names it: weight_ih_l0,
+ * bias_hh_l1_reverse.  The names are made on first use and kept, as the op
+ * table is: the shape rules have no arena. */
+static const char *recurrent_role(int which, int64_t layer, bool reverse) {
+    static char roles[MAX_RECURRENT_LAYER][2][4][24];
+    static const char *const base[4] = {"weight_ih", "weight_hh", "bias_ih", "bias_hh"};
+    char *r = roles[layer][reverse][which];
+    if (!r[0])
+        snprintf(r, sizeof roles[0][0][0], "%s_l%lld%s", base[which], (long long)layer,
+                 reverse ? "_reverse" : "");
+    return r;
+}
+
+/* The attributes every recurrent form checks: the hidden size and the
+ * layer's index; layers and bidirectional are the frontend's, which writes
+ * one op per layer and direction. */
+static bool want_recurrent_attrs(DlcInfer *inf) {
+    if (!want_positive(inf, "hidden", A(HIDDEN).i, 1))
+        return false;
+    if (A(LAYER).i < 0 || A(LAYER).i >= MAX_RECURRENT_LAYER) {
+        dlc_error(inf->ctx, inf->loc, "%s: layer must be between 0 and %d, got %lld", OPNAME,
+                  MAX_RECURRENT_LAYER - 1, (long long)A(LAYER).i);
+        return false;
+    }
+    if (A(LAYERS).i != 1 || A(BIDIRECTIONAL).b || A(DROPOUT).f != 0) {
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: layers, bidirectional and dropout are expanded by the frontend; in IR "
+                  "text write one op per layer and direction (layer=K, reverse=true)", OPNAME);
+        return false;
+    }
+    return true;
+}
+
+/* (x [T,F]) -> y [T,H], or [H] with last=true; weight_ih [G*H,F],
+ * weight_hh [G*H,H], bias_ih and bias_hh [G*H], each uniform in
+ * +-1/sqrt(H) as PyTorch initializes them */
+bool dlc_infer_recurrent(DlcInfer *inf) {
+    const DlcType *x = &inf->in[0];
+    if (!is_float(x->dtype) || !x->batched || x->rank != 2) {
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: expects a sequence of shape [T,F] (steps, then features), got %s",
+                  OPNAME, tstr(x, b));
+        return false;
+    }
+    if (!want_recurrent_attrs(inf))
+        return false;
+    DlcOpKind cell = dlc_recurrent_cell(inf->kind);
+    int64_t t = x->dims[0], f = x->dims[1], h = A(HIDDEN).i;
+    int64_t gh = dlc_recurrent_gates(cell) * h, layer = A(LAYER).i;
+    bool reverse = A(REVERSE).b;
+    if (A(LAST).b)
+        set_out(inf, x->dtype, true, 1, &h);
+    else
+        set_out(inf, x->dtype, true, 2, (int64_t[]){t, h});
+    add_param(inf, recurrent_role(0, layer, reverse), x->dtype, 2, (int64_t[]){gh, f},
+              DLC_INIT_KAIMING_UNIFORM, true);
+    add_param(inf, recurrent_role(1, layer, reverse), x->dtype, 2, (int64_t[]){gh, h},
+              DLC_INIT_KAIMING_UNIFORM, true);
+    add_param(inf, recurrent_role(2, layer, reverse), x->dtype, 1, &gh,
+              DLC_INIT_KAIMING_UNIFORM, true);
+    add_param(inf, recurrent_role(3, layer, reverse), x->dtype, 1, &gh,
+              DLC_INIT_KAIMING_UNIFORM, true);
+    for (int i = 0; i < 4; i++)
+        inf->params[i].fan_in = h;
+    return check_sizes(inf);
+}
+
+/* (x) -> (y, hprev [T,H], cache [T,S*H]) */
+bool dlc_infer_recurrent_train(DlcInfer *inf) {
+    if (!dlc_infer_recurrent(inf))
+        return false;
+    const DlcType *x = &inf->in[0];
+    int64_t t = x->dims[0], h = A(HIDDEN).i;
+    set_out(inf, x->dtype, true, 2, (int64_t[]){t, h});
+    set_out(inf, x->dtype, true, 2,
+            (int64_t[]){t, dlc_recurrent_cache(dlc_recurrent_cell(inf->kind)) * h});
+    return check_sizes(inf);
+}
+
+/* (dy, cache, hprev, @weight_hh) -> dpre [T,G*H]; gru_grad (dpre_ih, dpre_hh) */
+bool dlc_infer_recurrent_grad(DlcInfer *inf) {
+    if (!want_recurrent_attrs(inf) || !want_tensor(inf, 0, A(LAST).b ? 1 : 2, 0, "[T,H]") ||
+        !want_tensor(inf, 1, 2, 0, "[T,S]") || !want_tensor(inf, 2, 2, 0, "[T,H]"))
+        return false;
+    DlcOpKind cell = dlc_recurrent_cell(inf->kind);
+    const DlcType *dy = &inf->in[0], *cache = &inf->in[1], *hprev = &inf->in[2];
+    int64_t t = hprev->dims[0], h = A(HIDDEN).i, gh = dlc_recurrent_gates(cell) * h;
+    DlcType want_dy = *hprev;
+    if (A(LAST).b) {
+        want_dy.rank = 1;
+        want_dy.dims[0] = h;
+    }
+    DlcType want_cache = *hprev;
+    want_cache.dims[1] = dlc_recurrent_cache(cell) * h;
+    if (hprev->dims[1] != h || !dlc_type_eq(dy, &want_dy) || !dlc_type_eq(cache, &want_cache)) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX], c[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: gradient %s, cache %s and previous states %s do not fit hidden=%lld",
+                  OPNAME, tstr(dy, a), tstr(cache, b), tstr(hprev, c), (long long)h);
+        return false;
+    }
+    int nout = cell == DLC_OP_GRU ? 2 : 1;
+    for (int i = 0; i < nout; i++)
+        set_out(inf, dy->dtype, true, 2, (int64_t[]){t, gh});
+    add_param(inf, recurrent_role(1, A(LAYER).i, A(REVERSE).b), dy->dtype, 2,
+              (int64_t[]){gh, h}, DLC_INIT_KAIMING_UNIFORM, true);
+    inf->params[0].fan_in = h;
     return check_sizes(inf);
 }
 
@@ -745,37 +870,52 @@ bool dlc_infer_mse_grad(DlcInfer *inf) {
     return true;
 }
 
-/* (dy) -> the sum over the batch and all but the first dimension */
+/* (dy) -> the sum over the batch and all but the first dimension;
+ * per_step=true (dy [T,C]): over the batch and the steps */
 bool dlc_infer_bias_grad(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
+    bool per_step = dlc_attr_true(inf->kind, inf->attrs, DLC_A_PER_STEP);
+    if (!want_tensor(inf, 0, per_step ? 2 : -1, 1, per_step ? "[T,C]" : "[N,C,...]"))
         return false;
-    set_out(inf, inf->in[0].dtype, false, 1, inf->in[0].dims);
+    set_out(inf, inf->in[0].dtype, false, 1, &inf->in[0].dims[per_step ? 1 : 0]);
     return true;
 }
 
-/* (dy [units], @weight [units, inputs]) -> dx, declared, of `inputs` elements */
+/* (dy [units], @weight [units, inputs]) -> dx, declared, of `inputs`
+ * elements; per_step=true: (dy [T,units]) -> dx [T,inputs] */
 bool dlc_infer_dense_grad_input(DlcInfer *inf) {
+    bool per_step = dlc_attr_true(inf->kind, inf->attrs, DLC_A_PER_STEP);
     const DlcType *dy = &inf->in[0], *x = declared(inf, 0);
-    if (!x || !want_tensor(inf, 0, 1, 0, "[N,units]"))
+    if (!x || !want_tensor(inf, 0, per_step ? 2 : 1, 0, per_step ? "[T,units]" : "[N,units]"))
         return false;
-    if (!x->batched || x->dtype != dy->dtype) {
+    if (!x->batched || x->dtype != dy->dtype ||
+        (per_step && (x->rank != 2 || x->dims[0] != dy->dims[0]))) {
         char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
         dlc_error(inf->ctx, inf->loc, "dense_grad_input: gradient %s cannot give %s",
                   tstr(dy, a), tstr(x, b));
         return false;
     }
     inf->out[inf->nout++] = *x;
-    add_param(inf, "weight", dy->dtype, 2, (int64_t[]){dy->dims[0], dlc_type_numel(x)},
+    add_param(inf, "weight", dy->dtype, 2,
+              (int64_t[]){dy->dims[per_step], per_step ? x->dims[1] : dlc_type_numel(x)},
               DLC_INIT_KAIMING_UNIFORM, true);
     return true;
 }
 
-/* (dy [units], x) -> [units, inputs], the weight's type */
+/* (dy [units], x) -> [units, inputs], the weight's type; per_step=true:
+ * (dy [T,units], x [T,inputs]) */
 bool dlc_infer_dense_grad_weight(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, 1, 0, "[N,units]") || !want_tensor(inf, 1, -1, 1, "[N,...]"))
+    bool per_step = dlc_attr_true(inf->kind, inf->attrs, DLC_A_PER_STEP);
+    if (per_step ? !want_tensor(inf, 0, 2, 0, "[T,units]") || !want_tensor(inf, 1, 2, 0, "[T,F]")
+                 : !want_tensor(inf, 0, 1, 0, "[N,units]") || !want_tensor(inf, 1, -1, 1, "[N,...]"))
         return false;
-    int64_t in = dlc_type_numel(&inf->in[1]);
-    set_out(inf, inf->in[0].dtype, false, 2, (int64_t[]){inf->in[0].dims[0], in});
+    if (per_step && inf->in[0].dims[0] != inf->in[1].dims[0]) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "dense_grad_weight: steps differ: %s and %s",
+                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
+        return false;
+    }
+    int64_t in = per_step ? inf->in[1].dims[1] : dlc_type_numel(&inf->in[1]);
+    set_out(inf, inf->in[0].dtype, false, 2, (int64_t[]){inf->in[0].dims[per_step], in});
     return true;
 }
 

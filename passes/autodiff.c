@@ -218,6 +218,10 @@ static const char *const result_roles[DLC_OP_COUNT][DLC_MAX_RESULTS] = {
     [DLC_OP_BATCHNORM_TRAIN] = {NULL, "mean", "invstd"},
     [DLC_OP_DROPOUT_TRAIN] = {NULL, "mask"},
     [DLC_OP_MAXPOOL_TRAIN] = {NULL, "argmax"},
+    [DLC_OP_RNN_TRAIN] = {NULL, "hprev", "cache"},
+    [DLC_OP_RNN_RELU_TRAIN] = {NULL, "hprev", "cache"},
+    [DLC_OP_LSTM_TRAIN] = {NULL, "hprev", "cache"},
+    [DLC_OP_GRU_TRAIN] = {NULL, "hprev", "cache"},
 };
 
 /* The results of op's copy of kind `form` (with attributes attrs, from the
@@ -261,7 +265,8 @@ static void copy_forward(DlcGrad *g, const DlcNetwork *src) {
                               src->inputs[i]->loc);
     for (int i = 0; i < src->nparams; i++) {
         const DlcValue *p = src->params[i];
-        dlc_network_add_param(g->m, g->net, p->name, p->type, p->init, p->trainable, p->loc);
+        dlc_network_add_param(g->m, g->net, p->name, p->type, p->init, p->trainable, p->loc)
+            ->fan_in = p->fan_in;
         if (p->trainable)
             dlc_map_put(&g->needs, p->name, (void *)1);
     }

@@ -275,7 +275,10 @@ static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
  * dense_adam_update(dy, x, lr, step, @w, @m, @v) */
 static bool fuse_weight_update(DlcModule *m, DlcOp *op, const DlcOp *def) {
     bool sgd = op->kind == DLC_OP_SGD_UPDATE;
+    /* a gradient over steps (per_step: a recurrent layer's, a dense layer's
+       on a sequence) is stored: the fused kernels sum over the batch alone */
     if ((!sgd && op->kind != DLC_OP_ADAM_UPDATE) || def->kind != DLC_OP_DENSE_GRAD_WEIGHT ||
+        dlc_attr_true(def->kind, def->attrs, DLC_A_PER_STEP) ||
         (sgd && dlc_attr_true(op->kind, op->attrs, DLC_A_NESTEROV)))
         return false;
     DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(op->nin + 1));

@@ -1129,7 +1129,12 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
     if (!ds || rank < 0 || rank > DLRT_MAX_SAMPLE_RANK || (rank > 0 && !dims) || num_classes < 1)
         return dlrt_fail(err, DLRT_E_ARG, "dlrt_dataset_check: bad arguments (rank %d, %d "
                          "classes)", rank, (int)num_classes);
-    if (ds->rank != rank || (rank > 0 && memcmp(ds->dims, dims, (size_t)rank * sizeof *dims))) {
+    /* a grayscale image [1, H, W] (IDX and PGM add the channel) is also
+       the sequence of its H rows of W pixels, [H, W]: the same values in
+       the same order, for a recurrent network that reads rows as steps */
+    bool rows = missing_channel(rank, dims, ds->rank, ds->dims);
+    if (!rows &&
+        (ds->rank != rank || (rank > 0 && memcmp(ds->dims, dims, (size_t)rank * sizeof *dims)))) {
         char have[128], want[128];
         dlrt_shape_text(have, sizeof have, ds->dims, ds->rank);
         dlrt_shape_text(want, sizeof want, dims, rank);

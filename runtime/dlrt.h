@@ -194,7 +194,8 @@ DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_ra
                                 DlrtError *err);
 /* Checks that every sample has the shape a network expects and every label
  * (if there are labels) is below num_classes; the message names the first
- * offender. */
+ * offender.  Samples of [1, H, W] (grayscale images) also fit a network
+ * that takes [H, W]: the sequence of their rows. */
 DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
                               int32_t num_classes, DlrtError *err);
 /* count random samples of the given shape, values uniform in [0, 1) and

@@ -569,9 +569,10 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
        larger of each part covers both */
     int64_t act_b = fig->arena[0], act_u = fig->arena[1];
     put(o, "\n/* ---- the API (%s.h) ---- */\n\n", p);
-    /* the most scratch any op's function takes (the convolutions') */
-    put(o, "/* Scratch for the convolutions run by `threads` workers. */\n"
-           "static int64_t work_floats(int threads) {\n    int64_t most = 0;\n    (void)threads;\n");
+    /* the most scratch any op's function takes (the convolutions', the
+       recurrent layers') */
+    put(o, "/* Scratch for the ops run by `threads` workers, on batches of up to max_batch. */\n"
+           "static int64_t work_floats(int threads, int64_t max_batch) {\n    int64_t most = 0;\n    (void)threads;\n    (void)max_batch;\n");
     for (int i = 0; i < cpu->nscratch; i++) {
         put(o, "    {\n");
         put(o, "%s", cpu->scratch[i]);
@@ -579,7 +580,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     }
     put(o, "    return most;\n}\n\n");
     put(o, "size_t %s_memory(int64_t max_batch) {\n"
-           "    return sizeof(%s) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(dlrt_threads()));\n}\n\n",
+           "    return sizeof(%s) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(dlrt_threads(), max_batch));\n}\n\n",
         p, cpu->real, (long long)cpu->param_floats, (long long)act_b, (long long)act_u);
 
     /* tensors */
@@ -592,7 +593,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
             put(o, "%s%lld", d ? ", " : "", (long long)v->type.dims[d]);
         put(o, "}, %lld, %d, %lld},\n",
             (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1), (int)v->init,
-            (long long)(v->type.rank ? numel(v) / v->type.dims[0] : 1));
+            (long long)(v->fan_in ? v->fan_in : v->type.rank ? numel(v) / v->type.dims[0] : 1));
     }
     if (!cpu->nparams)
         put(o, "    {NULL, 0, {0}, 0, 0, 0}, /* no tensor: ISO C has no empty array */\n");
@@ -615,7 +616,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    net->max_batch = max_batch;\n"
            "    net->seed = seed;\n"
            "    net->threads = dlrt_threads();\n"
-           "    net->work_floats = work_floats(net->threads);\n"
+           "    net->work_floats = work_floats(net->threads, max_batch);\n"
            "    net->params = dlrt_alloc(%lld + 1, sizeof *net->params);\n"
            "    net->act = dlrt_alloc((size_t)(%lld * max_batch + %lld + 1), sizeof *net->act);\n"
            "    net->work = dlrt_alloc((size_t)net->work_floats + 1, sizeof *net->work);\n"

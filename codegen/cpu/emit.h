@@ -32,7 +32,8 @@ typedef struct Emit {
     /* set by the emission function: what the op's function takes besides
        its operands and results */
     const char *scratch; /* statements that set `int64_t w` to the scratch
-                            elements `threads` workers need: the function takes
+                            elements `threads` workers need on batches of up
+                            to `max_batch` samples: the function takes
                             `real *restrict work, int threads`; NULL for none */
     bool seed;           /* it takes `uint64_t seed`: it draws random numbers
                             (derived from the network's seed, the step and the

@@ -60,10 +60,15 @@ void dlc_cpu_emit_conv2d_grad_weight(Emit *e, Out *o, const DlcOp *op) {
     put(o, "    dlrt_conv2d_backward_weight(&cv, n, a0, a1, r0, work, threads);\n");
 }
 
-/* (dy): the sum over all but the channels */
+/* (dy): the sum over all but the channels; per_step=true (dy [T,C]), the
+ * sum of n * T rows of C */
 void dlc_cpu_emit_bias_grad(Emit *e, Out *o, const DlcOp *op) {
     (void)e;
     const DlcValue *dy = op->in[0], *db = op->out[0];
-    put(o, "    dlrt_bias_backward(n, %lld, %lld, a0, r0);\n", (long long)db->type.dims[0],
-        (long long)(dlc_cpu_numel(dy) / db->type.dims[0]));
+    if (dlc_attr_bool(op, DLC_A_PER_STEP))
+        put(o, "    dlrt_bias_backward(n * %lld, %lld, 1, a0, r0);\n", (long long)dy->type.dims[0],
+            (long long)db->type.dims[0]);
+    else
+        put(o, "    dlrt_bias_backward(n, %lld, %lld, a0, r0);\n", (long long)db->type.dims[0],
+            (long long)(dlc_cpu_numel(dy) / db->type.dims[0]));
 }

@@ -57,6 +57,11 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
                   dlc_op_info(act)->name);
         return false;
     }
+    if (dlc_attr_true(op->kind, op->attrs, DLC_A_PER_STEP)) {
+        /* dense on each step of a sequence, and a recurrent layer's products */
+        dlc_error(nk->ctx, op->loc, "nvptx: %s with per_step=true has no GPU kernel yet", name);
+        return false;
+    }
     const NvEmitter *e = &emitters[op->kind];
     if (!e->emit) {
         dlc_error(nk->ctx, op->loc, "nvptx: %s has no GPU kernel: %s", name, e->refused);

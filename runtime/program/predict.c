@@ -66,11 +66,15 @@ static bool lacks_channel(const DlrtModel *m, const int64_t *dims, int rank) {
 }
 
 /* Fails unless the samples of ds (read from path) have the network's
- * input shape, saying what the file held. */
+ * input shape, or are grayscale images [1, H, W] for a network that reads
+ * their rows as a sequence [H, W], saying what the file held. */
 static DlrtStatus check_shape(const DlrtModel *m, const char *path, Format format,
                               const DlrtDataset *ds, DlrtError *err) {
     if (ds->rank == m->rank &&
         memcmp(ds->dims, m->dims, (size_t)m->rank * sizeof *m->dims) == 0)
+        return DLRT_OK;
+    if (format != FORMAT_NPY && ds->rank == m->rank + 1 && ds->dims[0] == 1 &&
+        memcmp(ds->dims + 1, m->dims, (size_t)m->rank * sizeof *m->dims) == 0)
         return DLRT_OK;
     char have[128], want[128];
     dlrt_shape_text(want, sizeof want, m->dims, m->rank);

@@ -1,0 +1,59 @@
+/* emit_recurrent.c — the C of the recurrent layers (rnn, rnn_relu, lstm,
+ * gru): the forward pass of one layer in one direction, its training form,
+ * which also keeps what the backward pass reads, and backpropagation
+ * through time.
+ *
+ * Each is one call of libdlrt's (kernels/recurrent.inc), described by a
+ * DlrtRnn; the input projection of every step is one product inside the
+ * forward kernel, in scratch sized for the largest batch.  The backward
+ * kernel gives the gates' gradients at every step (dpre); the input's and
+ * the weights' gradients are the per-step dense products autodiff puts
+ * after it (emit_dense.c). */
+#include "emit.h"
+
+#define put dlc_cpu_put
+
+/* The DlrtRnn `rn` of a recurrent op of any form: `input` is the
+ * features of a step of x, which the backward pass does not read (0). */
+static const char *rnn_literal(Emit *e, const DlcOp *op) {
+    static const char *const cells[] = {
+        [DLC_OP_RNN] = "DLRT_CELL_RNN_TANH",
+        [DLC_OP_RNN_RELU] = "DLRT_CELL_RNN_RELU",
+        [DLC_OP_LSTM] = "DLRT_CELL_LSTM",
+        [DLC_OP_GRU] = "DLRT_CELL_GRU",
+    };
+    DlcOpKind cell = dlc_recurrent_cell(op->kind);
+    bool backward = dlc_op_is_recurrent_grad(op->kind);
+    /* the steps are those of x, or of hprev (the backward's third operand) */
+    const DlcType *seq = &op->in[backward ? 2 : 0]->type;
+    return dlc_arena_printf(
+        e->arena,
+        "    static const DlrtRnn rn = {.cell = %s, .steps = %lld, .input = %lld, "
+        ".hidden = %lld,\n        .reverse = %s, .last = %s};\n",
+        cells[cell], (long long)seq->dims[0], backward ? 0LL : (long long)seq->dims[1],
+        (long long)dlc_attr_int(op, DLC_A_HIDDEN), dlc_attr_bool(op, DLC_A_REVERSE) ? "true" : "false",
+        dlc_attr_bool(op, DLC_A_LAST) ? "true" : "false");
+}
+
+/* rnn, rnn_relu, lstm, gru: (x, @w_ih, @w_hh, @b_ih, @b_hh) -> y; and their
+ * training forms, -> (y, hprev, cache) */
+void dlc_cpu_emit_recurrent(Emit *e, Out *o, const DlcOp *op) {
+    const char *rn = rnn_literal(e, op);
+    bool train = dlc_op_is_recurrent_train(op->kind);
+    put(o, "%s", rn);
+    put(o, "    dlrt_rnn_forward(&rn, n, a0, a1, a2, a3, a4, NULL, NULL, NULL, r0, %s, %s, work, "
+           "threads);\n",
+        train ? "r1" : "NULL", train ? "r2" : "NULL");
+    e->scratch = dlc_arena_printf(e->arena, "%s    int64_t w = dlrt_rnn_workspace(&rn, max_batch, threads);\n", rn);
+}
+
+/* rnn_grad, ...: (dy, cache, hprev, @w_hh) -> dpre; gru_grad -> (dpre_ih,
+ * dpre_hh) */
+void dlc_cpu_emit_recurrent_grad(Emit *e, Out *o, const DlcOp *op) {
+    const char *rn = rnn_literal(e, op);
+    put(o, "%s", rn);
+    put(o, "    dlrt_rnn_backward(&rn, n, a0, a1, a2, a3, NULL, NULL, r0, %s, work, threads);\n",
+        op->nout == 2 ? "r1" : "NULL");
+    e->scratch = dlc_arena_printf(
+        e->arena, "%s    int64_t w = dlrt_rnn_backward_workspace(&rn, max_batch, threads);\n", rn);
+}

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""parity_recurrent.py MODEL WORKDIR HARNESS [HARNESS_F64]: a dlc-generated
+recurrent network against the same network built of torch.nn.RNN, LSTM,
+GRU and Linear modules, on the same weights and batch.
+
+  1. the torch modules' own initial weights (seeded) are written as a
+     safetensors checkpoint under dlc's parameter names, which are the
+     modules' state_dict names (h.weight_ih_l0, h.bias_hh_l1_reverse, ...);
+  2. forward: the harness's logits against the modules' (in f64), relative
+     error < 1e-5, at the full batch and at batch 1;
+  3. training: STEPS steps of SGD with momentum 0.9 on one batch: each loss,
+     then every parameter and momentum buffer of dlc's checkpoint loaded
+     into the modules by load_state_dict (strict), against torch.optim.SGD,
+     relative error < 1e-5;
+  4. with HARNESS_F64 (the network compiled with --dtype=f64): every
+     gradient of one batch against autograd's in f64, relative error
+     < 1e-10.
+
+The relative error of a tensor is max|a - b| / max(max|b|, 1e-6).  Prints
+one line per check and 'N passed, N failed'."""
+import os
+import subprocess
+import sys
+
+import numpy
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "Inputs"))
+from checkpoint_torch import read_safetensors, write_safetensors  # noqa: E402
+
+STEPS, LR, BATCH, T, F, CLASSES = 3, 0.1, 8, 12, 7, 10
+
+
+def lstmnet():
+    """lstm(seq, hidden=16, layers=2, bidirectional=true, last=true) -> dense(10)"""
+    m = nn.ModuleDict({"h": nn.LSTM(F, 16, num_layers=2, bidirectional=True, batch_first=True),
+                       "out": nn.Linear(32, CLASSES)})
+
+    def forward(x):
+        _, (hn, _) = m["h"](x)
+        return m["out"](torch.cat([hn[-2], hn[-1]], 1))
+    return m, forward, {}
+
+
+def grunet():
+    """gru(seq, hidden=16, layers=2) -> dense(6, per_step=true) -> tanh ->
+    flatten -> dense(10)"""
+    m = nn.ModuleDict({"h": nn.GRU(F, 16, num_layers=2, batch_first=True),
+                       "s": nn.Linear(16, 6), "out": nn.Linear(T * 6, CLASSES)})
+
+    def forward(x):
+        y, _ = m["h"](x)
+        return m["out"](torch.tanh(m["s"](y)).flatten(1))
+    return m, forward, {}
+
+
+def rnnnet():
+    """rnn(seq, hidden=16, bidirectional=true) -> rnn_relu(hidden=12,
+    reverse=true, last=true) -> dense(10): the reversed layer is a torch RNN
+    on the sequence flipped in time, whose parameters dlc names _reverse"""
+    m = nn.ModuleDict({"h": nn.RNN(F, 16, bidirectional=True, batch_first=True),
+                       "r": nn.RNN(32, 12, nonlinearity="relu", batch_first=True),
+                       "out": nn.Linear(12, CLASSES)})
+
+    def forward(x):
+        y, _ = m["h"](x)
+        _, hn = m["r"](y.flip(1))
+        return m["out"](hn[-1])
+    rename = {f"r.{w}_l0": f"r.{w}_l0_reverse" for w in
+              ("weight_ih", "weight_hh", "bias_ih", "bias_hh")}
+    return m, forward, rename
+
+
+MODELS = {"lstmnet": lstmnet, "grunet": grunet, "rnnnet": rnnnet}
+
+
+def rel(a, b):
+    return float((a - b).abs().max() / max(float(b.abs().max()), 1e-6))
+
+
+def run(harness, *args):
+    return subprocess.run([harness, *map(str, args)], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def main():
+    model, work, harness = sys.argv[1:4]
+    harness64 = sys.argv[4] if len(sys.argv) > 4 else None
+    torch.manual_seed(0)
+    m, forward, rename = MODELS[model]()
+    # the biases too, so that a misplaced one shows
+    with torch.no_grad():
+        for p in m.parameters():
+            p.uniform_(-0.5, 0.5)
+    m = m.double()
+    to_dlc = lambda name: rename.get(name, name)  # noqa: E731
+    to_torch = {v: k for k, v in rename.items()}
+    x = torch.rand(BATCH, T, F, dtype=torch.float64)
+    labels = torch.randint(0, CLASSES, (BATCH,), dtype=torch.int32)
+    weights = os.path.join(work, "weights.safetensors")
+    write_safetensors(weights, {to_dlc(k): v.float() for k, v in m.state_dict().items()})
+    x.float().numpy().tofile(os.path.join(work, "x.bin"))
+    labels.numpy().tofile(os.path.join(work, "labels.bin"))
+    passed = failed = 0
+
+    def check(what, err, tolerance=1e-5):
+        nonlocal passed, failed
+        ok = err < tolerance
+        passed += ok
+        failed += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {what}: relative error {err:.2e}")
+
+    out = os.path.join(work, "logits.bin")
+    want = forward(x).detach()
+    for n in (BATCH, 1):
+        run(harness, "forward", weights, os.path.join(work, "x.bin"), n, out)
+        got = torch.from_numpy(numpy.fromfile(out, dtype="float32")).reshape(n, CLASSES)
+        check(f"forward logits at batch {n}", rel(got.double(), want[:n]))
+
+    result = os.path.join(work, "trained.safetensors")
+    stdout = run(harness, "train", weights, os.path.join(work, "x.bin"),
+                 os.path.join(work, "labels.bin"), BATCH, LR, STEPS, result)
+    losses = [float(line.split()[1]) for line in stdout.split("\n") if line.startswith("loss")]
+    start = {k: v.clone() for k, v in m.state_dict().items()}
+    opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=0.9)
+    for step in range(STEPS):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(forward(x), labels.long())
+        loss.backward()
+        opt.step()
+        check(f"loss of step {step + 1}", abs(losses[step] - loss.item()) / loss.item())
+    trained, _ = read_safetensors(result)
+    # dlc's checkpoint loads into the torch modules as it is
+    twin = MODELS[model]()[0].double()
+    twin.load_state_dict({to_torch.get(k, k): trained[k].double() for k in
+                          (to_dlc(k) for k in m.state_dict())}, strict=True)
+    for name, value in m.named_parameters():
+        check(f"{to_dlc(name)} after {STEPS} steps",
+              rel(dict(twin.named_parameters())[name].detach(), value.detach()))
+        check(f"{to_dlc(name)}.momentum_buffer",
+              rel(trained[to_dlc(name) + ".momentum_buffer"].double(),
+                  opt.state[value]["momentum_buffer"]))
+
+    if harness64:
+        m.load_state_dict(start)
+        write_safetensors(weights, {to_dlc(k): v for k, v in m.state_dict().items()})
+        x.numpy().tofile(os.path.join(work, "x64.bin"))
+        grads = os.path.join(work, "gradients.safetensors")
+        run(harness64, "gradients", weights, os.path.join(work, "x64.bin"),
+            os.path.join(work, "labels.bin"), BATCH, grads)
+        m.zero_grad()
+        nn.functional.cross_entropy(forward(x), labels.long()).backward()
+        got, _ = read_safetensors(grads)
+        for name, value in m.named_parameters():
+            check(f"f64 gradient of {to_dlc(name)}", rel(got[to_dlc(name)], value.grad), 1e-10)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
