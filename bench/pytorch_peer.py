@@ -32,6 +32,7 @@ for the zoo).
 import argparse
 import gzip
 import json
+import math
 import os
 import resource
 import statistics
@@ -60,14 +61,40 @@ def zoo(name):
     return getattr(torchvision.models, name)()
 
 
+class RowReader(nn.Module):
+    """models/lstm_fashion.dl and gru_fashion.dl: an image's 28 rows are the
+    steps of an LSTM (or a GRU, with dropout) of 128 units, whose final
+    state a linear layer classifies."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.h = (nn.LSTM if cell == "lstm" else nn.GRU)(28, 128, batch_first=True)
+        self.drop = nn.Dropout(0.2 if cell == "gru" else 0.0)
+        self.out = nn.Linear(128, 10)
+
+    def forward(self, x):
+        _, h = self.h(x.reshape(-1, 28, 28))
+        h = h[0] if isinstance(h, tuple) else h
+        return self.out(self.drop(h[-1]))
+
+
+RECURRENT = {"lstm_fashion": "lstm", "gru_fashion": "gru"}
+
+
 def network(name):
     """The network, its input's shape and its number of classes."""
     if name == "lenet5":
         return lenet5(), (1, 28, 28), 10
+    if name in RECURRENT:
+        return RowReader(RECURRENT[name]), (28, 28), 10
     return zoo(name), (3, 224, 224), 1000
 
 
 def sgd(model, name="lenet5", lr=0.01):
+    """The model's optimizer, as its train section says: SGD with momentum
+    (Adam for the recurrent ones, at lr 0.001 unless given)."""
+    if name in RECURRENT:
+        return torch.optim.Adam(model.parameters(), lr=lr)
     if name == "lenet5":
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
     return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
@@ -84,7 +111,7 @@ def train_step(model, opt, x, y):
 def bench(args):
     torch.manual_seed(0)
     model, shape, classes = network(args.model)
-    batch_bytes = args.batch * 4 * shape[0] * shape[1] * shape[2]
+    batch_bytes = args.batch * 4 * int(torch.tensor(shape).prod())
     batches = max(1, min(8, (64 << 20) // batch_bytes))
     pool = [(torch.rand(args.batch, *shape), torch.randint(0, classes, (args.batch,)))
             for _ in range(batches)]
@@ -141,16 +168,25 @@ def split(folder, prefix):
 
 
 def accuracy(args):
+    """LeNet-5 as models/lenet5.dl trains it; or a recurrent model as its
+    train section says: Adam at lr 0.001 with a cosine schedule over the
+    epochs, set at every step as dlc's program sets it
+    (runtime/program/train.c)."""
     torch.manual_seed(1)
     start = time.perf_counter()
     xtr, ytr = split(args.data, "train")
     xte, yte = split(args.data, "t10k")
-    model = lenet5()
-    opt = sgd(model)
-    for _ in range(args.epochs):
+    model = network(args.model)[0]
+    recurrent = args.model in RECURRENT
+    opt = sgd(model, args.model, 0.001 if recurrent else 0.01)
+    steps = (len(xtr) + 63) // 64
+    for epoch in range(args.epochs):
         model.train()
         order = torch.randperm(len(xtr))
-        for i in range(0, len(xtr), 64):
+        for step, i in enumerate(range(0, len(xtr), 64)):
+            if recurrent:
+                t = epoch + step / steps
+                opt.param_groups[0]["lr"] = 0.001 * 0.5 * (1 + math.cos(math.pi * t / args.epochs))
             idx = order[i:i + 64]
             train_step(model, opt, xtr[idx], ytr[idx])
     model.eval()
@@ -166,7 +202,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("command", choices=["bench", "accuracy"])
     p.add_argument("--model", default="lenet5",
-                   choices=["lenet5", "alexnet", "vgg16", "googlenet", "resnet18", "resnet50"])
+                   choices=["lenet5", "lstm_fashion", "gru_fashion", "alexnet", "vgg16",
+                            "googlenet", "resnet18", "resnet50"])
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--mode", choices=["train", "infer"], default="train")
     p.add_argument("--batch", type=int, default=64)
