@@ -363,6 +363,7 @@ typedef enum DlcInit {
     DLC_INIT_ZEROS,
     DLC_INIT_ONES,
     DLC_INIT_KAIMING_UNIFORM, /* PyTorch's default for conv and dense weights */
+    DLC_INIT_NORMAL,          /* normal(0, 1): torch.nn.Embedding's weight */
     DLC_INIT_COUNT
 } DlcInit;
 

@@ -13,7 +13,7 @@
 
 static const char *const dtype_names[DLC_DTYPE_COUNT] = {"f32", "f64", "i32"};
 static const char *const init_names[DLC_INIT_COUNT] = {"zeros", "ones",
-                                                       "kaiming_uniform"};
+                                                       "kaiming_uniform", "normal"};
 
 const char *dlc_dtype_name(DlcDType t) { return dtype_names[t]; }
 
@@ -461,6 +461,50 @@ bool dlc_infer_recurrent_grad(DlcInfer *inf) {
     return check_sizes(inf);
 }
 
+/* ---- embedding ----------------------------------------------------------- */
+
+/* Operand i must be token ids: i32 per sample, one [] or a sequence [T]. */
+static bool want_tokens(DlcInfer *inf, int i) {
+    const DlcType *t = &inf->in[i];
+    if (t->dtype != DLC_I32 || !t->batched || t->rank > 1) {
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: expects token ids of type i32[T] (or i32[]), got %s",
+                  OPNAME, tstr(t, b));
+        return false;
+    }
+    return true;
+}
+
+/* (tokens i32[T]) -> [T, dim]; weight [vocab, dim], normal(0, 1) */
+bool dlc_infer_embedding(DlcInfer *inf) {
+    if (!want_tokens(inf, 0) || !want_positive(inf, "vocab", A(VOCAB).i, 1) ||
+        !want_positive(inf, "dim", A(DIM).i, 1))
+        return false;
+    const DlcType *t = &inf->in[0];
+    int64_t dims[2] = {t->dims[0], A(DIM).i};
+    set_out(inf, DLC_F32, true, t->rank + 1, t->rank ? dims : dims + 1);
+    add_param(inf, "weight", DLC_F32, 2, (int64_t[]){A(VOCAB).i, A(DIM).i}, DLC_INIT_NORMAL, true);
+    return check_sizes(inf);
+}
+
+/* (dy [T, dim], tokens i32[T]) -> [vocab, dim], the weight's type */
+bool dlc_infer_embedding_grad(DlcInfer *inf) {
+    if (!want_tokens(inf, 1) || !want_positive(inf, "vocab", A(VOCAB).i, 1) ||
+        !want_positive(inf, "dim", A(DIM).i, 1))
+        return false;
+    DlcType want = inf->in[1];
+    want.dtype = inf->in[0].dtype;
+    want.dims[want.rank++] = A(DIM).i;
+    if (!is_float(inf->in[0].dtype) || !dlc_type_eq(&inf->in[0], &want)) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "embedding_grad: gradient %s does not fit tokens %s",
+                  tstr(&inf->in[0], a), tstr(&inf->in[1], b));
+        return false;
+    }
+    set_out(inf, inf->in[0].dtype, false, 2, (int64_t[]){A(VOCAB).i, A(DIM).i});
+    return check_sizes(inf);
+}
+
 bool dlc_infer_batchnorm(DlcInfer *inf) {
     if (!want_tensor(inf, 0, -1, 1, "[N,C,...]"))
         return false;
@@ -737,15 +781,27 @@ bool dlc_infer_lrn(DlcInfer *inf) {
     return true;
 }
 
+/* (logits [classes], labels i32[]) -> the batch's mean; or at every step
+ * of a sequence, (logits [T,classes], labels i32[T]) -> the mean over the
+ * batch's steps (a language model's) */
 bool dlc_infer_cross_entropy(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, 1, 0, "[N,classes]"))
+    if (!want_tensor(inf, 0, -1, 1, "[N,classes] or [N,T,classes]"))
         return false;
-    const DlcType *y = &inf->in[1];
-    if (y->dtype != DLC_I32 || !y->batched || y->rank != 0) {
+    const DlcType *x = &inf->in[0], *y = &inf->in[1];
+    if (x->rank > 2) {
         char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "cross_entropy: expects logits [classes] or, at every "
+                  "step, [T,classes], got %s", tstr(x, b));
+        return false;
+    }
+    if (y->dtype != DLC_I32 || !y->batched || y->rank != x->rank - 1 ||
+        (x->rank == 2 && y->dims[0] != x->dims[0])) {
+        char b[DLC_TYPE_STR_MAX], c[DLC_TYPE_STR_MAX];
+        DlcType want = {.dtype = DLC_I32, .batched = true, .rank = x->rank - 1,
+                        .dims = {x->dims[0]}};
         dlc_error(inf->ctx, inf->loc,
-                  "cross_entropy: labels must be class indices of type i32[N], got %s",
-                  tstr(y, b));
+                  "cross_entropy: labels must be class indices of type %s, got %s",
+                  tstr(&want, c), tstr(y, b));
         return false;
     }
     set_out(inf, inf->in[0].dtype, false, 0, NULL);

@@ -306,8 +306,9 @@ static const DlcOp *add_loss(DlcGrad *g, const DlcNetwork *src, const DlcTrain *
         return NULL;
     }
     DlcType target = pred->type;
-    if (!mse)
-        target = (DlcType){.dtype = DLC_I32, .batched = true, .rank = 0};
+    if (!mse) /* a label per sample, or per step of [T,classes] logits */
+        target = (DlcType){.dtype = DLC_I32, .batched = true, .rank = pred->type.rank - 1,
+                           .dims = {pred->type.dims[0]}};
     const char *tname = dlc_network_unique_name(g->m, g->net, mse ? "target" : "labels");
     DlcValue *t = dlc_network_add_input(g->m, g->net, tname, target, src->loc);
     DlcType scalar = {.dtype = pred->type.dtype, .rank = 0};

@@ -1149,6 +1149,43 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
     return DLRT_OK;
 }
 
+/* ---- token ids ------------------------------------------------------------- */
+
+DlrtStatus dlrt_check_tokens(const int32_t *ids, int64_t n, int64_t steps, int64_t vocab,
+                             const char *input, DlrtError *err) {
+    for (int64_t i = 0; i < n * steps; i++)
+        if (ids[i] < 0 || ids[i] >= vocab)
+            return dlrt_fail(err, DLRT_E_RANGE, "input '%s': token %d at sample %lld, step %lld "
+                             "is outside the vocabulary of %lld tokens (0 to %lld)", input,
+                             (int)ids[i], (long long)(i / steps), (long long)(i % steps),
+                             (long long)vocab, (long long)vocab - 1);
+    return DLRT_OK;
+}
+
+/* value v, at index i of its array, as a token id */
+static DlrtStatus token_of(double v, int64_t i, int32_t *id, DlrtError *err) {
+    if (!(v >= INT32_MIN && v <= INT32_MAX) || v != (double)(int32_t)v)
+        return dlrt_fail(err, DLRT_E_RANGE, "value %g at %lld is not a token id (an integer)",
+                         v, (long long)i);
+    *id = (int32_t)v;
+    return DLRT_OK;
+}
+
+DlrtStatus dlrt_tokens_from_doubles(const double *x, int64_t count, int32_t *ids,
+                                    DlrtError *err) {
+    DlrtStatus st = DLRT_OK;
+    for (int64_t i = 0; i < count && st == DLRT_OK; i++)
+        st = token_of(x[i], i, &ids[i], err);
+    return st;
+}
+
+DlrtStatus dlrt_tokens_from_floats(const float *x, int64_t count, int32_t *ids, DlrtError *err) {
+    DlrtStatus st = DLRT_OK;
+    for (int64_t i = 0; i < count && st == DLRT_OK; i++)
+        st = token_of(x[i], i, &ids[i], err);
+    return st;
+}
+
 /* ---- synthetic data --------------------------------------------------------- */
 
 DlrtStatus dlrt_dataset_synthetic(DlrtDataset *ds, int64_t count, int rank, const int64_t *dims,

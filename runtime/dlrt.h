@@ -100,6 +100,10 @@ void dlrt_init_kaiming_uniform(float *w, int64_t n, int64_t fan_in, DlrtRng *rng
 void dlrt_init_constant(float *w, int64_t n, float value);
 void dlrt_init_kaiming_uniform_f64(double *w, int64_t n, int64_t fan_in, DlrtRng *rng);
 void dlrt_init_constant_f64(double *w, int64_t n, double value);
+/* normal(0, 1), torch.nn.Embedding's initialization (Box-Muller on the
+ * generator's uniform numbers); the f64 twin draws the same floats. */
+void dlrt_init_normal(float *w, int64_t n, DlrtRng *rng);
+void dlrt_init_normal_f64(double *w, int64_t n, DlrtRng *rng);
 
 /* ------------------------------------------------------------------------ */
 /* threads.c                                                                */
@@ -198,6 +202,17 @@ DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_ra
  * that takes [H, W]: the sequence of their rows. */
 DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
                               int32_t num_classes, DlrtError *err);
+/* Checks the token ids of input `input` (n samples of `steps` ids each)
+ * against a vocabulary of `vocab` tokens: the error (DLRT_E_RANGE) names
+ * the first id outside 0 to vocab-1, its sample and its step.  The
+ * generated code calls it before running a network that embeds tokens. */
+DlrtStatus dlrt_check_tokens(const int32_t *ids, int64_t n, int64_t steps, int64_t vocab,
+                             const char *input, DlrtError *err);
+/* The token ids held as floats in a dataset's samples (x, count values)
+ * into ids, exactly: an error names the first value that is not an integer
+ * in the range of int32. */
+DlrtStatus dlrt_tokens_from_floats(const float *x, int64_t count, int32_t *ids, DlrtError *err);
+DlrtStatus dlrt_tokens_from_doubles(const double *x, int64_t count, int32_t *ids, DlrtError *err);
 /* count random samples of the given shape, values uniform in [0, 1) and
  * labels uniform in [0, num_classes), from seed: for timing and for
  * training a network that has no dataset (its accuracy means nothing). */

@@ -246,3 +246,14 @@ double DLRT_K(dlrt_mse)(const DLRT_REAL *pred, const DLRT_REAL *target, int64_t 
 /* Rows whose largest logit (the first, on ties) is at the label. */
 int64_t DLRT_K(dlrt_count_correct)(const DLRT_REAL *logits, const int32_t *labels, int64_t n,
                                    int64_t classes);
+
+/* ---- embedding.inc: torch.nn.Embedding ---------------------------------- */
+
+/* y[i] = w[tokens[i]] for count ids, rows of dim (w is [vocab, dim]); an id
+ * outside 0 to vocab-1 gives a zero row (dlrt_check_tokens refuses it
+ * first). */
+void DLRT_K(dlrt_embedding_forward)(int64_t count, int64_t vocab, int64_t dim,
+                                    const int32_t *tokens, const DLRT_REAL *w, DLRT_REAL *y);
+/* dw[vocab, dim] = the sum of dy[i] over the ids i of each token, in order. */
+void DLRT_K(dlrt_embedding_backward)(int64_t count, int64_t vocab, int64_t dim,
+                                     const DLRT_REAL *dy, const int32_t *tokens, DLRT_REAL *dw);

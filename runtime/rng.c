@@ -68,6 +68,23 @@ void dlrt_init_kaiming_uniform_f64(double *w, int64_t n, int64_t fan_in, DlrtRng
         w[i] = (double)((2.0f * dlrt_rng_uniform(rng) - 1.0f) * bound);
 }
 
+/* Box-Muller: two uniform numbers (the first moved off 0) give a normal
+ * one; in float arithmetic, so that the f64 twin gets the same values */
+static float normal(DlrtRng *rng) {
+    float u = 1.0f - dlrt_rng_uniform(rng), v = dlrt_rng_uniform(rng);
+    return sqrtf(-2.0f * logf(u)) * cosf(6.2831853071795864769f * v);
+}
+
+void dlrt_init_normal(float *w, int64_t n, DlrtRng *rng) {
+    for (int64_t i = 0; i < n; i++)
+        w[i] = normal(rng);
+}
+
+void dlrt_init_normal_f64(double *w, int64_t n, DlrtRng *rng) {
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (double)normal(rng);
+}
+
 void dlrt_init_constant_f64(double *w, int64_t n, double value) {
     for (int64_t i = 0; i < n; i++)
         w[i] = value;

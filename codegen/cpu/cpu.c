@@ -416,6 +416,39 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
 /* ---- the header ---------------------------------------------------------- */
 
 /* The batched inputs of a network, as API parameters. */
+/* The vocabulary that an i32 input of token ids must stay within: the
+ * smallest of the embeddings that read it; -1 when an op other than an
+ * embedding reads it, or none does (labels: the training network's). */
+static int64_t token_vocab(const DlcNetwork *net, const DlcValue *in) {
+    int64_t vocab = -1;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        if (!dlc_op_reads(op, in))
+            continue;
+        if (op->kind != DLC_OP_EMBEDDING)
+            return -1;
+        int64_t v = dlc_attr_int(op, DLC_A_VOCAB);
+        vocab = vocab < 0 || v < vocab ? v : vocab;
+    }
+    return vocab;
+}
+
+/* The API function's check of its token inputs (dlrt_check_tokens), before
+ * it runs net: an id outside the vocabulary is an error, never a read out
+ * of an embedding's bounds. */
+static void put_token_checks(Cpu *cpu, Out *o, const DlcNetwork *net) {
+    for (int i = 0; i < net->ninputs; i++) {
+        const DlcValue *v = net->inputs[i];
+        int64_t vocab = v->type.batched && v->type.dtype == DLC_I32 ? token_vocab(net, v) : -1;
+        if (vocab < 0)
+            continue;
+        put(o, "    {\n        DlrtStatus st = dlrt_check_tokens(%s, n, %lld, %lld, \"%s\", err);\n"
+               "        if (st != DLRT_OK)\n            return st;\n    }\n",
+            ident(cpu, v->name), (long long)(v->type.rank ? v->type.dims[0] : 1),
+            (long long)vocab, v->name);
+    }
+}
+
 static void put_inputs(Cpu *cpu, Out *o, const DlcNetwork *net) {
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *v = net->inputs[i];
@@ -534,9 +567,10 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
         put_inputs(cpu, o, tn);
         put(o, "%s, %s *loss, DlrtError *err) {\n"
                "    if (n < 1 || n > net->max_batch)\n"
-               "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
-               "%s    run_train(net, n, %s",
-            k == 0 ? dlc_arena_printf(&cpu->arena, ", %s lr", R) : "", R,
+               "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n",
+            k == 0 ? dlc_arena_printf(&cpu->arena, ", %s lr", R) : "", R);
+        put_token_checks(cpu, o, tn);
+        put(o, "%s    run_train(net, n, %s",
             k == 0 ? "    net->step++;\n    net->frozen = false; /* the update changes the weights */\n"
                    : dlc_arena_printf(&cpu->arena,
                                       "    if (!gradient_copy(net))\n"
@@ -558,6 +592,15 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
            "    DlrtTensor t = tensor_at(net, i);\n"
            "    t.data = at[i] < 0 || !gradient_copy(net) ? NULL : net->grads + at[i];\n"
            "    return t;\n}\n\n");
+}
+
+/* Whether a parameter of the network starts with init (the create
+ * function calls its initializer only then). */
+static bool any_init(const Cpu *cpu, DlcInit init) {
+    for (int i = 0; i < cpu->nparams; i++)
+        if (cpu->params[i]->init == init)
+            return true;
+    return false;
 }
 
 static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st,
@@ -629,12 +672,19 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "        DlrtTensor t = tensor_at(net, i);\n"
            "        int64_t count = 1;\n        for (int d = 0; d < t.rank; d++)\n            count *= t.dims[d];\n"
            "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
+           "%s"
            "        else\n            dlrt_init_constant%s(t.data, count, TENSORS[i].init == %d ? 1 : 0);\n"
            "    }\n"
            "    net->profile = dlrt_profile_open(\"DLRT_PROFILE\", %d, OP_ROWS);\n"
            "    *out = net;\n    return DLRT_OK;\n}\n\n",
         p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
-        cpu->nparams, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k, cpu->k, (int)DLC_INIT_ONES,
+        cpu->nparams, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k,
+        any_init(cpu, DLC_INIT_NORMAL)
+            ? dlc_arena_printf(&cpu->arena, "        else if (TENSORS[i].init == %d)\n"
+                               "            dlrt_init_normal%s(t.data, count, &rng);\n",
+                               (int)DLC_INIT_NORMAL, cpu->k)
+            : "",
+        cpu->k, (int)DLC_INIT_ONES,
         cpu->nop_rows);
     put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
            "    dlrt_profile_close(net->profile); /* prints it */\n"
@@ -649,8 +699,9 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
         put(o, ", %s *out%d", cpu->real, i);
     put(o, ", DlrtError *err) {\n"
            "    if (n < 1 || n > net->max_batch)\n"
-           "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
-           "    run_infer(net, n");
+           "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n");
+    put_token_checks(cpu, o, net);
+    put(o, "    run_infer(net, n");
     for (int i = 0; i < net->ninputs; i++)
         if (net->inputs[i]->type.batched)
             put(o, ", %s", ident(cpu, net->inputs[i]->name));
@@ -938,13 +989,16 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         add_param(&cpu, net->params[i]);
     for (int i = 0; cpu.train && i < cpu.train->nparams; i++)
         add_param(&cpu, cpu.train->params[i]);
-    for (int i = 0; i < net->ninputs; i++)
-        if (net->inputs[i]->type.dtype != DLC_F32 && net->inputs[i]->type.batched) {
+    for (int i = 0; i < net->ninputs; i++) {
+        const DlcValue *in = net->inputs[i];
+        if (in->type.batched && in->type.dtype == DLC_I32 ? token_vocab(net, in) < 0
+                                                          : in->type.dtype != DLC_F32) {
             /* labels belong to the training network only */
-            dlc_error(ctx, net->inputs[i]->loc, "cpu: input '%s' must be f32 (f64 and i32 "
-                      "inputs are not generated yet)", net->inputs[i]->name);
+            dlc_error(ctx, in->loc, "cpu: input '%s' must be f32, or i32 token ids that only "
+                      "embeddings read (f64 inputs are not generated yet)", in->name);
             cpu.ok = false;
         }
+    }
 
     for (int i = 0; i < net->nops; i++)
         cpu.packed_floats += packed_span(&cpu, net->ops[i]);

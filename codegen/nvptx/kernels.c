@@ -62,6 +62,12 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
         dlc_error(nk->ctx, op->loc, "nvptx: %s with per_step=true has no GPU kernel yet", name);
         return false;
     }
+    if ((op->kind == DLC_OP_CROSS_ENTROPY || op->kind == DLC_OP_CROSS_ENTROPY_GRAD) &&
+        op->in[0]->type.rank != 1) {
+        dlc_error(nk->ctx, op->loc, "nvptx: %s at every step of a sequence has no GPU kernel yet",
+                  name);
+        return false;
+    }
     const NvEmitter *e = &emitters[op->kind];
     if (!e->emit) {
         dlc_error(nk->ctx, op->loc, "nvptx: %s has no GPU kernel: %s", name, e->refused);

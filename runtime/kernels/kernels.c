@@ -21,6 +21,7 @@
  *   copy.inc         rows copied between buffers (concat, slice)
  *   update.inc       the SGD and Adam updates
  *   loss.inc         cross-entropy, MSE, accuracy
+ *   embedding.inc    token ids to their rows of a weight, and its gradient
  * families.inc includes them in that order, and this file includes it once
  * per element type: for float (dlrt_relu_forward) and for double
  * (dlrt_relu_forward_f64), with REAL the type, K(f) the name of f for it,

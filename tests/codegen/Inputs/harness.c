@@ -25,7 +25,10 @@
  *       a load (of a checkpoint it writes to SCRATCH) each end the freeze
  *       (the next forward sees the new weights);
  *       prints a line "ok   ..." or "FAIL ..." per check, exits 1 on a
- *       failure (needs -DNTENSORS, as gradients does) */
+ *       failure (needs -DNTENSORS, as gradients does)
+ *
+ * -DTOKENS: the input is token ids (int32, for an embedding), whose files
+ * hold int32; -DLABELS=T: T labels per sample (a label per step). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +37,14 @@
 
 #ifndef REAL
 #define REAL float
+#endif
+#ifdef TOKENS
+#define IN_T int32_t
+#else
+#define IN_T REAL
+#endif
+#ifndef LABELS
+#define LABELS 1
 #endif
 
 #define CAT_(a, b) a##b
@@ -58,7 +69,7 @@ static void check(DlrtStatus st, const DlrtError *err) {
     }
 }
 
-#ifdef NTENSORS
+#if defined(NTENSORS) && !defined(TOKENS)
 /* One of freeze_contract's checks: the outputs of a and b, bit for bit. */
 static int same(const char *what, const REAL *a, const REAL *b, long count) {
     bool ok = memcmp(a, b, sizeof *a * (size_t)count) == 0;
@@ -155,7 +166,7 @@ int main(int argc, char **argv) {
         NET_T *net;
         check(API(_create)(&net, n, 0, &err), &err);
         check(API(_load)(net, argv[2], &err), &err);
-        REAL *x = read_all(argv[3], sizeof(REAL) * (size_t)(n * IN_SIZE));
+        IN_T *x = read_all(argv[3], sizeof(IN_T) * (size_t)(n * IN_SIZE));
         REAL *y = malloc(sizeof(REAL) * (size_t)(n * OUT_SIZE));
         check(API(_forward)(net, n, x, y, &err), &err);
         FILE *f = fopen(argv[5], "wb");
@@ -172,8 +183,8 @@ int main(int argc, char **argv) {
         NET_T *net;
         check(API(_create)(&net, n, 0, &err), &err);
         check(API(_load)(net, argv[2], &err), &err);
-        REAL *x = read_all(argv[3], sizeof(REAL) * (size_t)(n * IN_SIZE));
-        int32_t *labels = read_all(argv[4], sizeof(int32_t) * (size_t)n);
+        IN_T *x = read_all(argv[3], sizeof(IN_T) * (size_t)(n * IN_SIZE));
+        int32_t *labels = read_all(argv[4], sizeof(int32_t) * (size_t)(n * LABELS));
         for (long s = 0; s < steps; s++) {
             REAL loss;
             check(API(_train_step)(net, n, x, labels, lr, &loss, &err), &err);
@@ -191,8 +202,8 @@ int main(int argc, char **argv) {
         NET_T *net;
         check(API(_create)(&net, n, 0, &err), &err);
         check(API(_load)(net, argv[2], &err), &err);
-        REAL *x = read_all(argv[3], sizeof(REAL) * (size_t)(n * IN_SIZE));
-        int32_t *labels = read_all(argv[4], sizeof(int32_t) * (size_t)n);
+        IN_T *x = read_all(argv[3], sizeof(IN_T) * (size_t)(n * IN_SIZE));
+        int32_t *labels = read_all(argv[4], sizeof(int32_t) * (size_t)(n * LABELS));
         REAL loss;
         check(API(_gradients)(net, n, x, labels, &loss, &err), &err);
         printf("loss %.17g\n", (double)loss);
@@ -210,7 +221,7 @@ int main(int argc, char **argv) {
         return 0;
     }
 #endif
-#ifdef NTENSORS
+#if defined(NTENSORS) && !defined(TOKENS)
     if (argc == 5 && strcmp(argv[1], "freeze") == 0)
         return freeze_contract(strtoull(argv[2], NULL, 10), atol(argv[3]), argv[4]);
 #endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """parity_recurrent.py MODEL WORKDIR HARNESS [HARNESS_F64]: a dlc-generated
 recurrent network against the same network built of torch.nn.RNN, LSTM,
-GRU and Linear modules, on the same weights and batch.
+GRU, Embedding and Linear modules, on the same weights and batch (lmnet: a
+language model, token ids in and a cross-entropy at every step).
 
   1. the torch modules' own initial weights (seeded) are written as a
      safetensors checkpoint under dlc's parameter names, which are the
@@ -72,7 +73,25 @@ def rnnnet():
     return m, forward, rename
 
 
-MODELS = {"lstmnet": lstmnet, "grunet": grunet, "rnnnet": rnnnet}
+VOCAB = 11
+
+
+def lmnet():
+    """embedding(text, vocab=11, dim=5) -> lstm(hidden=6, layers=2) ->
+    dense(11, per_step=true): a language model's logits at every step"""
+    m = nn.ModuleDict({"e": nn.Embedding(VOCAB, 5), "h": nn.LSTM(5, 6, num_layers=2,
+                                                                 batch_first=True),
+                       "out": nn.Linear(6, VOCAB)})
+
+    def forward(x):
+        y, _ = m["h"](m["e"](x))
+        return m["out"](y)
+    return m, forward, {}
+
+
+MODELS = {"lstmnet": lstmnet, "grunet": grunet, "rnnnet": rnnnet, "lmnet": lmnet}
+# the models whose input is token ids and whose labels are per step
+LANGUAGE = {"lmnet"}
 
 
 def rel(a, b):
@@ -96,11 +115,20 @@ def main():
     m = m.double()
     to_dlc = lambda name: rename.get(name, name)  # noqa: E731
     to_torch = {v: k for k, v in rename.items()}
-    x = torch.rand(BATCH, T, F, dtype=torch.float64)
-    labels = torch.randint(0, CLASSES, (BATCH,), dtype=torch.int32)
+    language = model in LANGUAGE
+    if language:  # token ids in, a label at every step
+        x = torch.randint(0, VOCAB, (BATCH, 9), dtype=torch.int32)
+        labels = torch.randint(0, VOCAB, (BATCH, 9), dtype=torch.int32)
+        loss_of = lambda logits: nn.functional.cross_entropy(  # noqa: E731
+            logits.reshape(-1, VOCAB), labels.reshape(-1).long())
+    else:
+        x = torch.rand(BATCH, T, F, dtype=torch.float64)
+        labels = torch.randint(0, CLASSES, (BATCH,), dtype=torch.int32)
+        loss_of = lambda logits: nn.functional.cross_entropy(logits, labels.long())  # noqa: E731
+    tx = x.long() if language else x
     weights = os.path.join(work, "weights.safetensors")
     write_safetensors(weights, {to_dlc(k): v.float() for k, v in m.state_dict().items()})
-    x.float().numpy().tofile(os.path.join(work, "x.bin"))
+    (x if language else x.float()).numpy().tofile(os.path.join(work, "x.bin"))
     labels.numpy().tofile(os.path.join(work, "labels.bin"))
     passed = failed = 0
 
@@ -112,10 +140,10 @@ def main():
         print(f"{'ok  ' if ok else 'FAIL'} {what}: relative error {err:.2e}")
 
     out = os.path.join(work, "logits.bin")
-    want = forward(x).detach()
+    want = forward(tx).detach()
     for n in (BATCH, 1):
         run(harness, "forward", weights, os.path.join(work, "x.bin"), n, out)
-        got = torch.from_numpy(numpy.fromfile(out, dtype="float32")).reshape(n, CLASSES)
+        got = torch.from_numpy(numpy.fromfile(out, dtype="float32")).reshape(want[:n].shape)
         check(f"forward logits at batch {n}", rel(got.double(), want[:n]))
 
     result = os.path.join(work, "trained.safetensors")
@@ -126,7 +154,7 @@ def main():
     opt = torch.optim.SGD(m.parameters(), lr=LR, momentum=0.9)
     for step in range(STEPS):
         opt.zero_grad()
-        loss = nn.functional.cross_entropy(forward(x), labels.long())
+        loss = loss_of(forward(tx))
         loss.backward()
         opt.step()
         check(f"loss of step {step + 1}", abs(losses[step] - loss.item()) / loss.item())
@@ -145,12 +173,12 @@ def main():
     if harness64:
         m.load_state_dict(start)
         write_safetensors(weights, {to_dlc(k): v for k, v in m.state_dict().items()})
-        x.numpy().tofile(os.path.join(work, "x64.bin"))
+        x.numpy().tofile(os.path.join(work, "x64.bin"))  # token ids stay int32
         grads = os.path.join(work, "gradients.safetensors")
         run(harness64, "gradients", weights, os.path.join(work, "x64.bin"),
             os.path.join(work, "labels.bin"), BATCH, grads)
         m.zero_grad()
-        nn.functional.cross_entropy(forward(x), labels.long()).backward()
+        loss_of(forward(tx)).backward()
         got, _ = read_safetensors(grads)
         for name, value in m.named_parameters():
             check(f"f64 gradient of {to_dlc(name)}", rel(got[to_dlc(name)], value.grad), 1e-10)
