@@ -15,6 +15,8 @@
  *                    ReLU gradients that other kernels fuse
  *   conv.inc         2-d convolution, forward and gradients (im2col + BLAS)
  *   dense.inc        dense layers, forward and gradients; bias gradients
+ *   recurrent.inc    RNN, LSTM and GRU layers, forward and the backward
+ *                    recurrence (backpropagation through time)
  *   elementwise.inc  add, sum (add chains), dropout
  *   pool.inc         max, average and global average pooling
  *   norm.inc         softmax, local response and batch normalization
