@@ -128,6 +128,16 @@ int dlrt_worker(void) { return worker(); }
 #define SELECT_VECTORIZED
 #endif
 
+/* On a function whose callers pass constants that pick its loops (the
+ * recurrent cells' fast and keep): inlined at every call, so that each copy
+ * keeps only its own loops, with no test inside, and those vectorize.
+ * GCC's heuristics would keep one copy of a large function, called. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define ALWAYS_INLINE inline
+#endif
+
 /* ---- the kernels, once per element type ---------------------------------- */
 
 #define REAL float

@@ -1834,8 +1834,8 @@ static const char *const rnn_cell_names[] = {"rnn_tanh", "rnn_relu", "lstm", "gr
  * rnn_ref, inference and training alike; the gradients the f64 backward
  * kernel's dpre give (rnn_grads) against central differences of rnn_ref,
  * at every value, or at `probes` of each tensor's; the f32 backward
- * against the f64; padded steps zero; on 1 and 2 threads, each call twice
- * with the same bits. */
+ * against the f64; padded steps zero; on 1 and 2 threads, with and without
+ * fast activations, each call twice with the same bits. */
 static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int64_t T,
                           int64_t F, int64_t H, bool reverse, bool last,
                           const int32_t *lengths, bool h0, bool c0, bool b_ih, bool b_hh,
@@ -1895,7 +1895,11 @@ static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int6
     }
 
     int saved = dlrt_threads();
-    for (int threads = 1; threads <= 2; threads++) {
+    size_t base = strlen(what);
+    for (int mode = 0; mode < 4; mode++) {
+        /* 1 and 2 threads, libm's activations and the fast ones (f32) */
+        int threads = 1 + mode / 2;
+        r.fast = mode % 2 == 1;
         dlrt_set_threads(threads);
         /* workspaces for a larger batch than this call's, poisoned */
         int64_t wf = dlrt_rnn_workspace(&r, n + 3, threads);
@@ -1916,7 +1920,7 @@ static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int6
                          y32b, hp32, cache32, work32, threads);
         dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6),
                          y32c, hp32b, cache32b, work32, threads);
-        snprintf(what + strlen(what), 16, " t%d", threads);
+        snprintf(what + base, sizeof what - base, " t%d%s", threads, r.fast ? " fast" : "");
         CHECK_CLOSE(t, what, y32, yref, ny, 1e-5);
         CHECK_CLOSE(t, what, hp32, hpref, nseq, 1e-5);
         CHECK(t, memcmp(y32, y32b, (size_t)ny * sizeof *y32) == 0);
@@ -1992,7 +1996,6 @@ static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int6
             if (!CHECK(t, e <= 1e-4))
                 fprintf(stderr, "    %s f32 %s: relative error %.3g\n", what, names[k], e);
         }
-        what[strlen(what) - 3] = '\0';
         free(di32d);
         free(dh32d);
         free(hp32d);
@@ -2032,6 +2035,68 @@ static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int6
     free(rr32);
     free(yref);
     free(hpref);
+}
+
+/* The cells' activations, seen in an LSTM's cache (i, f, g, o: sigmoid,
+ * sigmoid, tanh, sigmoid of x, with unit weights, no bias, one step):
+ * libm's, the bits of dlrt_sigmoid_forward and dlrt_tanh_forward, and with
+ * r.fast within 2 ulp (tanh) and 3 ulp (sigmoid) of the exact values, or
+ * 1e-37 where they are tiny, NaN for NaN. */
+static void test_rnn_activations(Tally *t) {
+    enum { N = 4099, S = 5 };
+    DlrtRnn r = {.cell = DLRT_CELL_LSTM, .steps = 1, .input = 1, .hidden = 1};
+    static const float special[] = {0.0f, -0.0f, 1e-30f, -1e-7f, 0.625f, -0.625f, 87.0f, -87.0f,
+                                    88.5f, -88.5f, 1e4f, -1e4f, INFINITY, -INFINITY, NAN};
+    enum { NSPECIAL = sizeof special / sizeof *special };
+    float x[N], pre[N], w_ih[4] = {1, 1, 1, 1}, w_hh[4] = {0}, y[N], hprev[N], cache[N * S],
+          sig[N], th[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i < NSPECIAL ? special[i] : -30.0f + 60.0f * (float)(i - NSPECIAL) / (N - NSPECIAL);
+        pre[i] = 0.0f + x[i]; /* the cell's pre-activation, the bias plus x: +0 for -0 */
+    }
+    float *work = falloc(dlrt_rnn_workspace(&r, N, 1));
+    dlrt_sigmoid_forward(N, pre, sig);
+    dlrt_tanh_forward(N, pre, th);
+    for (int fast = 0; fast <= 1; fast++) {
+        r.fast = fast == 1;
+        dlrt_rnn_forward(&r, N, x, w_ih, w_hh, NULL, NULL, NULL, NULL, NULL, y, hprev, cache, work,
+                         1);
+        double worst_sig = 0, worst_tanh = 0;
+        bool same = true, nan = true;
+        for (int i = 0; i < N; i++) {
+            float got[4] = {cache[i * S], cache[i * S + 1], cache[i * S + 2], cache[i * S + 3]};
+            if (!fast) {
+                same &= memcmp(&got[0], &sig[i], sizeof *got) == 0 &&
+                        memcmp(&got[1], &sig[i], sizeof *got) == 0 &&
+                        memcmp(&got[2], &th[i], sizeof *got) == 0 &&
+                        memcmp(&got[3], &sig[i], sizeof *got) == 0;
+                continue;
+            }
+            if (isnan(x[i])) {
+                nan &= isnan(got[0]) && isnan(got[2]) && isnan(got[3]);
+                continue;
+            }
+            double s = 1 / (1 + exp(-(double)x[i])), h = tanh((double)x[i]);
+            for (int k = 0; k < 4; k++) {
+                double want = k == 2 ? h : s;
+                double ulp = fabs(want) < 1e-37 ? 1e-37 : ldexp(1.0, ilogb(want) - 23);
+                double e = fabs(got[k] - want) / ulp;
+                if (k == 2)
+                    worst_tanh = fmax(worst_tanh, e);
+                else
+                    worst_sig = fmax(worst_sig, e);
+            }
+        }
+        if (!fast) {
+            CHECK(t, same);
+            continue;
+        }
+        CHECK(t, nan);
+        if (!CHECK(t, worst_sig <= 3 && worst_tanh <= 2))
+            fprintf(stderr, "    fast activations: sigmoid %.3g ulp, tanh %.3g ulp\n", worst_sig,
+                    worst_tanh);
+    }
+    free(work);
 }
 
 static void test_rnn(Tally *t, DlrtRng *rng) {
@@ -2107,6 +2172,7 @@ static int run_unit_tests(void) {
     test_copy_rows(&t);
     test_relu_grad_fused(&t, &rng);
     test_sum(&t, &rng);
+    test_rnn_activations(&t);
     test_rnn(&t, &rng);
     printf("%d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
