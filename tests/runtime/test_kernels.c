@@ -2276,6 +2276,59 @@ static float *copy_of(Case *c, const char *out_name, const float *src, int64_t c
     return p;
 }
 
+/* The rnn case of run_case. */
+static void run_rnn_case(Case *c) {
+    int64_t cell = iparam(c, "cell");
+    if (cell < DLRT_CELL_RNN_TANH || cell > DLRT_CELL_GRU)
+        case_error(c, "no such cell", "cell");
+    DlrtRnn r = {.cell = (DlrtCell)cell, .steps = iparam(c, "T"), .input = iparam(c, "F"),
+                 .hidden = iparam(c, "H"), .reverse = iparam(c, "reverse") != 0,
+                 .last = iparam(c, "last") != 0, .fast = iparam(c, "fast") != 0};
+    int64_t n = iparam(c, "n"), T = r.steps, F = r.input, H = r.hidden;
+    int64_t gh = rnn_gates_of(r.cell) * H;
+    int64_t S = r.cell == DLRT_CELL_LSTM ? 5 * H : r.cell == DLRT_CELL_GRU ? 4 * H : H;
+    const float *x = input(c, "x", n * T * F), *w_ih = input(c, "w_ih", gh * F);
+    const float *w_hh = input(c, "w_hh", gh * H);
+    const float *b_ih = has_input(c, "b_ih") ? input(c, "b_ih", gh) : NULL;
+    const float *b_hh = has_input(c, "b_hh") ? input(c, "b_hh", gh) : NULL;
+    const float *h0 = has_input(c, "h0") ? input(c, "h0", n * H) : NULL;
+    const float *c0 = has_input(c, "c0") ? input(c, "c0", n * H) : NULL;
+    const float *lens = has_input(c, "lengths") ? input(c, "lengths", n) : NULL;
+    const float *dy = input(c, "dy", n * (r.last ? 1 : T) * H);
+    if (c->error[0])
+        return;
+    int32_t *lengths = NULL;
+    if (lens) {
+        lengths = malloc((size_t)n * sizeof *lengths);
+        if (!lengths)
+            exit(2);
+        for (int64_t i = 0; i < n; i++)
+            lengths[i] = (int32_t)lens[i];
+    }
+    int64_t wf = dlrt_rnn_workspace(&r, n, dlrt_threads());
+    int64_t wb = dlrt_rnn_backward_workspace(&r, n, dlrt_threads());
+    float *work = falloc(wf > wb ? wf : wb), *hprev = falloc(n * T * H);
+    float *cache = falloc(n * T * S), *dpre_ih = falloc(n * T * gh);
+    float *dpre_hh = r.cell == DLRT_CELL_GRU ? falloc(n * T * gh) : NULL;
+    dlrt_rnn_forward(&r, n, x, w_ih, w_hh, b_ih, b_hh, lengths, h0, c0,
+                     output(c, "y", n * (r.last ? 1 : T) * H), hprev, cache, work,
+                     dlrt_threads());
+    dlrt_rnn_backward(&r, n, dy, cache, hprev, w_hh, lengths, c0, dpre_ih, dpre_hh, work,
+                      dlrt_threads());
+    const float *dq = dpre_hh ? dpre_hh : dpre_ih;
+    dlrt_dense_backward_input(n * T, F, gh, dpre_ih, w_ih, NULL, output(c, "dx", n * T * F));
+    dlrt_dense_backward_weight(n * T, F, gh, dpre_ih, x, output(c, "dw_ih", gh * F));
+    dlrt_dense_backward_weight(n * T, H, gh, dq, hprev, output(c, "dw_hh", gh * H));
+    dlrt_bias_backward(n * T, gh, 1, dpre_ih, output(c, "db_ih", gh));
+    dlrt_bias_backward(n * T, gh, 1, dq, output(c, "db_hh", gh));
+    free(lengths);
+    free(work);
+    free(hprev);
+    free(cache);
+    free(dpre_ih);
+    free(dpre_hh);
+}
+
 /* Runs one case.  The ops, their parameters, inputs -> outputs:
  *   conv2d   n c h w f oh ow kh kw sh sw ph pw dh dw groups; x w [b] dy
  *            -> y dx dw db (y with b when given; db from bias_backward)
@@ -2291,7 +2344,12 @@ static float *copy_of(Case *c, const char *out_name, const float *src, int64_t c
  *   sgd      count steps lr momentum nesterov weight_decay; p g0 g1 ...
  *            -> p [momentum_buffer]
  *   adam     count steps lr beta1 beta2 eps weight_decay; p g0 g1 ...
- *            -> p exp_avg exp_avg_sq (steps counted from 1) */
+ *            -> p exp_avg exp_avg_sq (steps counted from 1)
+ *   rnn      n T F H cell reverse last fast (DlrtRnn, cell as DlrtCell);
+ *            x w_ih w_hh [b_ih] [b_hh] [h0] [c0] [lengths] dy
+ *            -> y dx dw_ih dw_hh db_ih db_hh (the training forward, the
+ *            backward recurrence, then the dense kernels over its dpre, as
+ *            the compiler sums them; db_* also without the bias) */
 static void run_case(Case *c) {
     const char *op = c->op;
     if (strcmp(op, "conv2d") == 0) {
@@ -2329,6 +2387,8 @@ static void run_case(Case *c) {
             dlrt_dense_backward_weight(n, in, out, dy, x, output(c, "dw", out * in));
             dlrt_bias_backward(n, out, 1, dy, output(c, "db", out));
         }
+    } else if (strcmp(op, "rnn") == 0) {
+        run_rnn_case(c);
     } else if (strcmp(op, "relu") == 0 || strcmp(op, "sigmoid") == 0 ||
                strcmp(op, "tanh") == 0) {
         int64_t count = iparam(c, "count");
