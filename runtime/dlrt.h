@@ -347,6 +347,30 @@ typedef struct DlrtConv {
     double alpha;          /* DLRT_ACT_ELU's, rounded to the element type */
 } DlrtConv;
 
+/* A recurrent layer's cell (torch.nn.RNN with nonlinearity tanh or relu,
+ * torch.nn.LSTM, torch.nn.GRU).  Its weights are PyTorch's, G gate blocks
+ * of H rows each: w_ih [G*H, input], w_hh [G*H, H], b_ih and b_hh [G*H]. */
+typedef enum DlrtCell {
+    DLRT_CELL_RNN_TANH, /* G = 1: h = tanh(W_ih x + b_ih + W_hh h + b_hh) */
+    DLRT_CELL_RNN_RELU, /* G = 1: the same with relu */
+    DLRT_CELL_LSTM,     /* G = 4, gates i, f, g, o; a cell state c beside h */
+    DLRT_CELL_GRU       /* G = 3, gates r, z, n; r scales W_hn h + b_hn */
+} DlrtCell;
+
+/* One layer in one direction of a recurrent network over [n, steps, input]
+ * (batch_first=True): a bidirectional or stacked network is several. */
+typedef struct DlrtRnn {
+    DlrtCell cell;
+    int64_t steps;    /* T */
+    int64_t input;    /* F: features per step */
+    int64_t hidden;   /* H */
+    bool reverse;     /* runs from step T-1 down to 0 (the reverse direction of a bidirectional layer) */
+    bool last;        /* y is the final hidden state [n, H] instead of every step's [n, T, H] */
+    bool fast;        /* f32: the cell's sigmoid and tanh vectorized, within 2.5 ulp of
+                         the exact values and 15 times as fast, not libm's (the bits of
+                         the standalone ops); the f64 kernels always use libm's */
+} DlrtRnn;
+
 /* Max and average pooling's geometry (torch.nn.MaxPool2d, AvgPool2d). */
 typedef struct DlrtPool {
     int64_t c, h, w, oh, ow;
@@ -392,6 +416,13 @@ int dlrt_worker(void);
  * workers run them (an im2col buffer and a partial weight gradient each);
  * the caller provides it, and passes the same `threads` to the kernels. */
 int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
+/* Elements of scratch memory (of the kernel's element type: floats for
+ * dlrt_rnn_forward, doubles for dlrt_rnn_forward_f64) that the recurrent
+ * kernels need for a batch of at most n samples; the caller provides it,
+ * at least 4-byte aligned (dlrt_alloc's, for speed), and passes the same
+ * `threads`.  Neither depends on more than r, n and threads. */
+int64_t dlrt_rnn_workspace(const DlrtRnn *r, int64_t n, int threads);
+int64_t dlrt_rnn_backward_workspace(const DlrtRnn *r, int64_t n, int threads);
 /* The kernels, for float and (with the suffix _f64) for double: see
  * dlrt_kernels.h, sectioned by family.  f64 serves gradient checks by
  * finite differences. */

@@ -73,6 +73,46 @@ void DLRT_K(dlrt_dense_backward_weight)(int64_t n, int64_t in, int64_t out, cons
 void DLRT_K(dlrt_bias_backward)(int64_t n, int64_t c, int64_t spatial, const DLRT_REAL *dy,
                                 DLRT_REAL *db);
 
+/* ---- recurrent.inc: RNN, LSTM and GRU layers ----------------------------- */
+
+/* One layer in one direction (DlrtRnn r) over x [n, T, F], PyTorch's
+ * semantics (torch.nn.RNN, LSTM, GRU with batch_first=True); weights as
+ * DlrtCell says, b_ih and b_hh may each be NULL (zero).  y is [n, T, H], or
+ * with r->last the final state [n, H] (PyTorch's h_n for the direction).
+ * lengths (NULL: all T; each in [0, T]) gives each sample's steps, as a
+ * packed sequence does: sample i runs steps t < lengths[i] only (reverse:
+ * from lengths[i] - 1 down to 0), y is 0 at the steps after, and last gives
+ * the state after its last real step.  h0 and c0 [n, H] are the initial
+ * states (NULL: zero; c0 for LSTM only).  work: dlrt_rnn_workspace(r, n',
+ * threads) elements for some n' >= n.
+ *
+ * Training passes hprev and cache, which the backward pass reads:
+ * hprev [n, T, H] gets the state each step read (0 at padded steps), cache
+ * [n, T, S] what the cell computed (S = H for an RNN, 5H for an LSTM, 4H for
+ * a GRU; layout in recurrent.inc; 0 at padded steps).  At inference both
+ * are NULL. */
+void DLRT_K(dlrt_rnn_forward)(const DlrtRnn *r, int64_t n, const DLRT_REAL *x,
+                              const DLRT_REAL *w_ih, const DLRT_REAL *w_hh,
+                              const DLRT_REAL *b_ih, const DLRT_REAL *b_hh,
+                              const int32_t *lengths, const DLRT_REAL *h0, const DLRT_REAL *c0,
+                              DLRT_REAL *y, DLRT_REAL *hprev, DLRT_REAL *cache,
+                              DLRT_REAL *work, int threads);
+/* Backpropagation through time, the recurrence only: from dy (laid out as
+ * y) and the training forward's cache and hprev (and its lengths and c0),
+ * dpre_ih [n, T, G*H], the gradient of each step's W_ih x_t + b_ih, and
+ * dpre_hh [n, T, G*H], that of W_hh h_prev + b_hh; both 0 at padded steps.
+ * They differ only for a GRU (its n gate's hidden side is scaled by r):
+ * for an RNN or LSTM dpre_hh may be NULL, and dpre_ih serves as both.  The
+ * dense kernels then give dx = dpre_ih W_ih, dW_ih = dpre_ih^T x, dW_hh =
+ * dpre_hh^T hprev and the bias gradients, over all n*T rows.  No gradient
+ * flows into h0 or c0.  work: dlrt_rnn_backward_workspace(r, n', threads)
+ * elements for some n' >= n. */
+void DLRT_K(dlrt_rnn_backward)(const DlrtRnn *r, int64_t n, const DLRT_REAL *dy,
+                               const DLRT_REAL *cache, const DLRT_REAL *hprev,
+                               const DLRT_REAL *w_hh, const int32_t *lengths,
+                               const DLRT_REAL *c0, DLRT_REAL *dpre_ih, DLRT_REAL *dpre_hh,
+                               DLRT_REAL *work, int threads);
+
 /* ---- elementwise.inc: add, sum, dropout ---------------------------------- */
 
 /* y = a + b; y may alias a or b. */

@@ -15,6 +15,8 @@
  *                    ReLU gradients that other kernels fuse
  *   conv.inc         2-d convolution, forward and gradients (im2col + BLAS)
  *   dense.inc        dense layers, forward and gradients; bias gradients
+ *   recurrent.inc    RNN, LSTM and GRU layers, forward and the backward
+ *                    recurrence (backpropagation through time)
  *   elementwise.inc  add, sum (add chains), dropout
  *   pool.inc         max, average and global average pooling
  *   norm.inc         softmax, local response and batch normalization
@@ -125,6 +127,16 @@ int dlrt_worker(void) { return worker(); }
 #define SELECT_VECTORIZED __attribute__((optimize("no-trapping-math")))
 #else
 #define SELECT_VECTORIZED
+#endif
+
+/* On a function whose callers pass constants that pick its loops (the
+ * recurrent cells' fast and keep): inlined at every call, so that each copy
+ * keeps only its own loops, with no test inside, and those vectorize.
+ * GCC's heuristics would keep one copy of a large function, called. */
+#if defined(__GNUC__)
+#define ALWAYS_INLINE __attribute__((always_inline)) inline
+#else
+#define ALWAYS_INLINE inline
 #endif
 
 /* ---- the kernels, once per element type ---------------------------------- */

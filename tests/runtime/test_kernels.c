@@ -1682,6 +1682,449 @@ static void test_batchnorm_f64(Tally *t, DlrtRng *rng) {
         fprintf(stderr, "    batchnorm f64 gradients: dx %.3g, dw %.3g\n", ex, ew);
 }
 
+/* ---- recurrent layers ---------------------------------------------------- */
+
+/* A recurrent layer in double by PyTorch's formulas, one sample and one
+ * step at a time with plain loops: y, and the state each step read into
+ * hprev (NULL: not wanted).  Laid out as dlrt_rnn_forward's. */
+static void rnn_ref(const DlrtRnn *r, int64_t n, const double *x, const double *w_ih,
+                    const double *w_hh, const double *b_ih, const double *b_hh,
+                    const int32_t *lengths, const double *h0, const double *c0, double *y,
+                    double *hprev) {
+    int64_t T = r->steps, F = r->input, H = r->hidden;
+    int64_t gh = (r->cell == DLRT_CELL_LSTM ? 4 : r->cell == DLRT_CELL_GRU ? 3 : 1) * H;
+    double *h = dalloc(H), *c = dalloc(H), *ax = dalloc(gh), *ah = dalloc(gh);
+    for (int64_t i = 0; i < n; i++) {
+        int64_t len = lengths ? lengths[i] : T;
+        for (int64_t j = 0; j < H; j++) {
+            h[j] = h0 ? h0[i * H + j] : 0;
+            c[j] = c0 ? c0[i * H + j] : 0;
+        }
+        if (!r->last)
+            memset(y + i * T * H, 0, (size_t)(T * H) * sizeof *y);
+        if (hprev)
+            memset(hprev + i * T * H, 0, (size_t)(T * H) * sizeof *hprev);
+        for (int64_t s = 0; s < len; s++) {
+            int64_t t = r->reverse ? len - 1 - s : s;
+            if (hprev)
+                memcpy(hprev + (i * T + t) * H, h, (size_t)H * sizeof *h);
+            for (int64_t g = 0; g < gh; g++) {
+                ax[g] = b_ih ? b_ih[g] : 0;
+                ah[g] = b_hh ? b_hh[g] : 0;
+                for (int64_t f = 0; f < F; f++)
+                    ax[g] += w_ih[g * F + f] * x[(i * T + t) * F + f];
+                for (int64_t k = 0; k < H; k++)
+                    ah[g] += w_hh[g * H + k] * h[k];
+            }
+            for (int64_t j = 0; j < H; j++) {
+                switch (r->cell) {
+                case DLRT_CELL_RNN_TANH:
+                    h[j] = tanh(ax[j] + ah[j]);
+                    break;
+                case DLRT_CELL_RNN_RELU:
+                    h[j] = fmax(ax[j] + ah[j], 0.0);
+                    break;
+                case DLRT_CELL_LSTM: {
+                    double gi = 1 / (1 + exp(-(ax[j] + ah[j])));
+                    double gf = 1 / (1 + exp(-(ax[H + j] + ah[H + j])));
+                    double gg = tanh(ax[2 * H + j] + ah[2 * H + j]);
+                    double go = 1 / (1 + exp(-(ax[3 * H + j] + ah[3 * H + j])));
+                    c[j] = gf * c[j] + gi * gg;
+                    h[j] = go * tanh(c[j]);
+                    break;
+                }
+                case DLRT_CELL_GRU: {
+                    double gr = 1 / (1 + exp(-(ax[j] + ah[j])));
+                    double gz = 1 / (1 + exp(-(ax[H + j] + ah[H + j])));
+                    double gn = tanh(ax[2 * H + j] + gr * ah[2 * H + j]);
+                    h[j] = (1 - gz) * gn + gz * h[j];
+                    break;
+                }
+                }
+            }
+            if (!r->last)
+                memcpy(y + (i * T + t) * H, h, (size_t)H * sizeof *h);
+        }
+        if (r->last)
+            memcpy(y + i * H, h, (size_t)H * sizeof *h);
+    }
+    free(h);
+    free(c);
+    free(ax);
+    free(ah);
+}
+
+/* A recurrent layer's case, and its operands in double for the reference
+ * (absent ones NULL). */
+typedef struct RnnCtx {
+    DlrtRnn r;
+    int64_t n;
+    const int32_t *lengths;
+    double *x, *w_ih, *w_hh, *b_ih, *b_hh, *h0, *c0;
+    double *rr; /* the loss's weights, laid out as y */
+    double *y;  /* the reference's y, which the loss overwrites */
+} RnnCtx;
+
+/* L = sum(rr * y), y by rnn_ref */
+static double rnn_loss_ref(void *ctx) {
+    RnnCtx *c = ctx;
+    rnn_ref(&c->r, c->n, c->x, c->w_ih, c->w_hh, c->b_ih, c->b_hh, c->lengths, c->h0, c->c0,
+            c->y, NULL);
+    const DlrtRnn *r = &c->r;
+    return dot(c->rr, c->y, c->n * (r->last ? 1 : r->steps) * r->hidden);
+}
+
+static int64_t rnn_gates_of(DlrtCell cell) {
+    return cell == DLRT_CELL_LSTM ? 4 : cell == DLRT_CELL_GRU ? 3 : 1;
+}
+
+/* The five gradients from dpre_ih and dpre_hh (dlrt_rnn_backward's, in
+ * double) as the compiler sums them with the dense kernels: dx, dw_ih,
+ * dw_hh, db_ih, db_hh, in that order in grads. */
+static void rnn_grads(const RnnCtx *c, const double *hprev, const double *dpre_ih,
+                      const double *dpre_hh, double *const grads[5]) {
+    const DlrtRnn *r = &c->r;
+    int64_t rows = c->n * r->steps, F = r->input, H = r->hidden;
+    int64_t gh = rnn_gates_of(r->cell) * H;
+    double *dx = grads[0], *dw_ih = grads[1], *dw_hh = grads[2], *db_ih = grads[3],
+           *db_hh = grads[4];
+    memset(dx, 0, (size_t)(rows * F) * sizeof *dx);
+    memset(dw_ih, 0, (size_t)(gh * F) * sizeof *dw_ih);
+    memset(dw_hh, 0, (size_t)(gh * H) * sizeof *dw_hh);
+    memset(db_ih, 0, (size_t)gh * sizeof *db_ih);
+    memset(db_hh, 0, (size_t)gh * sizeof *db_hh);
+    for (int64_t row = 0; row < rows; row++)
+        for (int64_t g = 0; g < gh; g++) {
+            double di = dpre_ih[row * gh + g], dh = dpre_hh[row * gh + g];
+            for (int64_t f = 0; f < F; f++) {
+                dx[row * F + f] += di * c->w_ih[g * F + f];
+                dw_ih[g * F + f] += di * c->x[row * F + f];
+            }
+            for (int64_t k = 0; k < H; k++)
+                dw_hh[g * H + k] += dh * hprev[row * H + k];
+            db_ih[g] += di;
+            db_hh[g] += dh;
+        }
+}
+
+/* Whether rows [len, T) of each sample, `width` values each, are zeros. */
+static bool rnn_padding_zero(const RnnCtx *c, const double *v, int64_t width) {
+    int64_t T = c->r.steps;
+    for (int64_t i = 0; i < c->n; i++)
+        for (int64_t t = c->lengths ? c->lengths[i] : T; t < T; t++)
+            for (int64_t j = 0; j < width; j++)
+                if (v[(i * T + t) * width + j] != 0)
+                    return false;
+    return true;
+}
+
+static bool rnn_padding_zero_f32(const RnnCtx *c, const float *v, int64_t width) {
+    int64_t count = c->n * c->r.steps * width;
+    double *d = dalloc(count);
+    to_double(v, d, count);
+    bool zero = rnn_padding_zero(c, d, width);
+    free(d);
+    return zero;
+}
+
+static const char *const rnn_cell_names[] = {"rnn_tanh", "rnn_relu", "lstm", "gru"};
+
+/* One layer (cell, sizes, reverse, last; lengths may be NULL; h0, c0 and
+ * the biases given or not): the f32 and f64 forward kernels against
+ * rnn_ref, inference and training alike; the gradients the f64 backward
+ * kernel's dpre give (rnn_grads) against central differences of rnn_ref,
+ * at every value, or at `probes` of each tensor's; the f32 backward
+ * against the f64; padded steps zero; on 1 and 2 threads, with and without
+ * fast activations, each call twice with the same bits. */
+static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int64_t T,
+                          int64_t F, int64_t H, bool reverse, bool last,
+                          const int32_t *lengths, bool h0, bool c0, bool b_ih, bool b_hh,
+                          int64_t probes) {
+    DlrtRnn r = {.cell = cell, .steps = T, .input = F, .hidden = H, .reverse = reverse,
+                 .last = last};
+    int64_t gh = rnn_gates_of(cell) * H;
+    int64_t S = cell == DLRT_CELL_LSTM ? 5 * H : cell == DLRT_CELL_GRU ? 4 * H : H;
+    int64_t nx = n * T * F, ny = n * (last ? 1 : T) * H, nseq = n * T * H;
+    int64_t counts[5] = {nx, gh * F, gh * H, gh, gh};
+    char what[160];
+    snprintf(what, sizeof what, "%s n=%lld T=%lld F=%lld H=%lld%s%s%s%s%s%s%s",
+             rnn_cell_names[cell], (long long)n, (long long)T, (long long)F, (long long)H,
+             reverse ? " reverse" : "", last ? " last" : "", lengths ? " lengths" : "",
+             h0 ? " h0" : "", c0 ? " c0" : "", b_ih ? " b_ih" : "", b_hh ? " b_hh" : "");
+
+    /* the operands: f32 values, and the same in double; the weights of
+       torch's initialization's scale, so that gates do not saturate */
+    float *fv[7];
+    double *dv[7];
+    int64_t vcount[7] = {nx, gh * F, gh * H, gh, gh, n * H, n * H};
+    bool given[7] = {true, true, true, b_ih, b_hh, h0, c0 && cell == DLRT_CELL_LSTM};
+    for (int k = 0; k < 7; k++) {
+        fv[k] = falloc(vcount[k]);
+        dv[k] = dalloc(vcount[k]);
+        fill_random(rng, fv[k], dv[k], vcount[k]);
+        if (k >= 1 && k <= 4) {
+            float scale = (float)(1 / sqrt((double)H));
+            for (int64_t i = 0; i < vcount[k]; i++)
+                dv[k][i] = fv[k][i] *= scale;
+        }
+    }
+#define F32(k) (given[k] ? fv[k] : NULL)
+#define F64(k) (given[k] ? dv[k] : NULL)
+    RnnCtx ctx = {.r = r, .n = n, .lengths = lengths, .x = dv[0], .w_ih = dv[1], .w_hh = dv[2],
+                  .b_ih = F64(3), .b_hh = F64(4), .h0 = F64(5), .c0 = F64(6),
+                  .rr = dalloc(ny), .y = dalloc(ny)};
+    float *rr32 = falloc(ny);
+    fill_random(rng, rr32, ctx.rr, ny);
+    double *yref = dalloc(ny), *hpref = dalloc(nseq);
+    rnn_ref(&r, n, ctx.x, ctx.w_ih, ctx.w_hh, ctx.b_ih, ctx.b_hh, lengths, ctx.h0, ctx.c0, yref,
+            hpref);
+
+    /* central differences of the loss, at every value or at `probes` of
+       each tensor's, evenly spread */
+    double *fd[5], *grads64[5], *grads32[5];
+    int64_t step[5];
+    for (int k = 0; k < 5; k++) {
+        fd[k] = dalloc(counts[k]);
+        grads64[k] = dalloc(counts[k]);
+        grads32[k] = dalloc(counts[k]);
+        step[k] = probes && counts[k] > probes ? counts[k] / probes : 1;
+        if (!given[k])
+            continue;
+        for (int64_t i = 0; i < counts[k]; i += step[k])
+            fd_grad(rnn_loss_ref, &ctx, dv[k] + i, 1, 1e-6, fd[k] + i);
+    }
+
+    int saved = dlrt_threads();
+    size_t base = strlen(what);
+    for (int mode = 0; mode < 4; mode++) {
+        /* 1 and 2 threads, libm's activations and the fast ones (f32) */
+        int threads = 1 + mode / 2;
+        r.fast = mode % 2 == 1;
+        dlrt_set_threads(threads);
+        /* workspaces for a larger batch than this call's, poisoned */
+        int64_t wf = dlrt_rnn_workspace(&r, n + 3, threads);
+        int64_t wb = dlrt_rnn_backward_workspace(&r, n + 3, threads);
+        float *work32 = falloc(wf > wb ? wf : wb);
+        double *work64 = dalloc(wf > wb ? wf : wb);
+        for (int64_t i = 0; i < (wf > wb ? wf : wb); i++)
+            work64[i] = NAN;
+
+        /* f32 forward: inference and training (twice) give the same bits,
+           close to the reference */
+        float *y32 = falloc(ny), *y32b = falloc(ny), *y32c = falloc(ny);
+        float *hp32 = falloc(nseq), *hp32b = falloc(nseq);
+        float *cache32 = falloc(n * T * S), *cache32b = falloc(n * T * S);
+        dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6), y32,
+                         NULL, NULL, work32, threads);
+        dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6),
+                         y32b, hp32, cache32, work32, threads);
+        dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6),
+                         y32c, hp32b, cache32b, work32, threads);
+        snprintf(what + base, sizeof what - base, " t%d%s", threads, r.fast ? " fast" : "");
+        CHECK_CLOSE(t, what, y32, yref, ny, 1e-5);
+        CHECK_CLOSE(t, what, hp32, hpref, nseq, 1e-5);
+        CHECK(t, memcmp(y32, y32b, (size_t)ny * sizeof *y32) == 0);
+        CHECK(t, memcmp(y32b, y32c, (size_t)ny * sizeof *y32) == 0 &&
+                     memcmp(hp32, hp32b, (size_t)nseq * sizeof *hp32) == 0 &&
+                     memcmp(cache32, cache32b, (size_t)(n * T * S) * sizeof *cache32) == 0);
+        CHECK(t, rnn_padding_zero_f32(&ctx, cache32, S));
+
+        /* f64 forward, within rounding of the reference */
+        double *y64 = dalloc(ny), *hp64 = dalloc(nseq), *cache64 = dalloc(n * T * S);
+        dlrt_rnn_forward_f64(&r, n, dv[0], dv[1], dv[2], F64(3), F64(4), lengths, F64(5), F64(6),
+                             y64, hp64, cache64, work64, threads);
+        double ey = rel_error_f64(y64, yref, ny), eh = rel_error_f64(hp64, hpref, nseq);
+        if (!CHECK(t, ey <= 1e-12 && eh <= 1e-12))
+            fprintf(stderr, "    %s f64 forward: y %.3g, hprev %.3g\n", what, ey, eh);
+
+        /* f64 backward: the gradients against central differences; a GRU
+           with both dpre, the others with dpre_ih alone and with both (then
+           the same) */
+        double *di64 = dalloc(n * T * gh), *dh64 = dalloc(n * T * gh);
+        for (int64_t i = 0; i < n * T * gh; i++)
+            di64[i] = dh64[i] = NAN;
+        dlrt_rnn_backward_f64(&r, n, ctx.rr, cache64, hp64, dv[2], lengths, F64(6), di64,
+                              cell == DLRT_CELL_GRU ? dh64 : NULL, work64, threads);
+        rnn_grads(&ctx, hp64, di64, cell == DLRT_CELL_GRU ? dh64 : di64, grads64);
+        static const char *const names[5] = {"dx", "dw_ih", "dw_hh", "db_ih", "db_hh"};
+        for (int k = 0; k < 5; k++) {
+            if (!given[k])
+                continue;
+            double diff = 0, top = 1e-12;
+            for (int64_t i = 0; i < counts[k]; i += step[k]) {
+                diff = fmax(diff, fabs(grads64[k][i] - fd[k][i]));
+                top = fmax(top, fabs(fd[k][i]));
+            }
+            if (!CHECK(t, diff / top <= 1e-7))
+                fprintf(stderr, "    %s %s: relative error %.3g\n", what, names[k], diff / top);
+        }
+        CHECK(t, rnn_padding_zero(&ctx, di64, gh));
+        if (cell == DLRT_CELL_GRU) {
+            CHECK(t, rnn_padding_zero(&ctx, dh64, gh));
+        } else {
+            double *dboth = dalloc(n * T * gh);
+            dlrt_rnn_backward_f64(&r, n, ctx.rr, cache64, hp64, dv[2], lengths, F64(6), dboth,
+                                  dh64, work64, threads);
+            CHECK(t, memcmp(dboth, di64, (size_t)(n * T * gh) * sizeof *dboth) == 0 &&
+                         memcmp(dh64, di64, (size_t)(n * T * gh) * sizeof *dh64) == 0);
+            free(dboth);
+        }
+
+        /* f32 backward: close to f64's, twice the same bits */
+        float *di32 = falloc(n * T * gh), *dh32 = falloc(n * T * gh);
+        float *di32b = falloc(n * T * gh), *dh32b = falloc(n * T * gh);
+        float *dhh32 = cell == DLRT_CELL_GRU ? dh32 : NULL, *dhh32b = dhh32 ? dh32b : NULL;
+        dlrt_rnn_backward(&r, n, rr32, cache32, hp32, fv[2], lengths, F32(6), di32, dhh32, work32,
+                          threads);
+        dlrt_rnn_backward(&r, n, rr32, cache32, hp32, fv[2], lengths, F32(6), di32b, dhh32b,
+                          work32, threads);
+        CHECK_CLOSE_TO(t, what, di32, di64, n * T * gh, 1e-4, 1e-3);
+        CHECK(t, memcmp(di32, di32b, (size_t)(n * T * gh) * sizeof *di32) == 0);
+        CHECK(t, rnn_padding_zero_f32(&ctx, di32, gh));
+        if (dhh32) {
+            CHECK_CLOSE_TO(t, what, dh32, dh64, n * T * gh, 1e-4, 1e-3);
+            CHECK(t, memcmp(dh32, dh32b, (size_t)(n * T * gh) * sizeof *dh32) == 0);
+        }
+        /* and the gradients they give, as the compiler sums them */
+        double *di32d = dalloc(n * T * gh), *dh32d = dalloc(n * T * gh), *hp32d = dalloc(nseq);
+        to_double(di32, di32d, n * T * gh);
+        to_double(dhh32 ? dh32 : di32, dh32d, n * T * gh);
+        to_double(hp32, hp32d, nseq);
+        rnn_grads(&ctx, hp32d, di32d, dh32d, grads32);
+        for (int k = 0; k < 5; k++) {
+            double e = rel_error_f64(grads32[k], grads64[k], counts[k]);
+            if (!CHECK(t, e <= 1e-4))
+                fprintf(stderr, "    %s f32 %s: relative error %.3g\n", what, names[k], e);
+        }
+        free(di32d);
+        free(dh32d);
+        free(hp32d);
+        free(di32);
+        free(dh32);
+        free(di32b);
+        free(dh32b);
+        free(di64);
+        free(dh64);
+        free(y64);
+        free(hp64);
+        free(cache64);
+        free(y32);
+        free(y32b);
+        free(y32c);
+        free(hp32);
+        free(hp32b);
+        free(cache32);
+        free(cache32b);
+        free(work32);
+        free(work64);
+    }
+    dlrt_set_threads(saved);
+#undef F32
+#undef F64
+    for (int k = 0; k < 7; k++) {
+        free(fv[k]);
+        free(dv[k]);
+    }
+    for (int k = 0; k < 5; k++) {
+        free(fd[k]);
+        free(grads64[k]);
+        free(grads32[k]);
+    }
+    free(ctx.rr);
+    free(ctx.y);
+    free(rr32);
+    free(yref);
+    free(hpref);
+}
+
+/* The cells' activations, seen in an LSTM's cache (i, f, g, o: sigmoid,
+ * sigmoid, tanh, sigmoid of x, with unit weights, no bias, one step):
+ * libm's, the bits of dlrt_sigmoid_forward and dlrt_tanh_forward, and with
+ * r.fast within 2 ulp (tanh) and 3 ulp (sigmoid) of the exact values, or
+ * 1e-37 where they are tiny, NaN for NaN. */
+static void test_rnn_activations(Tally *t) {
+    enum { N = 4099, S = 5 };
+    DlrtRnn r = {.cell = DLRT_CELL_LSTM, .steps = 1, .input = 1, .hidden = 1};
+    static const float special[] = {0.0f, -0.0f, 1e-30f, -1e-7f, 0.625f, -0.625f, 87.0f, -87.0f,
+                                    88.5f, -88.5f, 1e4f, -1e4f, INFINITY, -INFINITY, NAN};
+    enum { NSPECIAL = sizeof special / sizeof *special };
+    float x[N], pre[N], w_ih[4] = {1, 1, 1, 1}, w_hh[4] = {0}, y[N], hprev[N], cache[N * S],
+          sig[N], th[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = i < NSPECIAL ? special[i] : -30.0f + 60.0f * (float)(i - NSPECIAL) / (N - NSPECIAL);
+        pre[i] = 0.0f + x[i]; /* the cell's pre-activation, the bias plus x: +0 for -0 */
+    }
+    float *work = falloc(dlrt_rnn_workspace(&r, N, 1));
+    dlrt_sigmoid_forward(N, pre, sig);
+    dlrt_tanh_forward(N, pre, th);
+    for (int fast = 0; fast <= 1; fast++) {
+        r.fast = fast == 1;
+        dlrt_rnn_forward(&r, N, x, w_ih, w_hh, NULL, NULL, NULL, NULL, NULL, y, hprev, cache, work,
+                         1);
+        double worst_sig = 0, worst_tanh = 0;
+        bool same = true, nan = true;
+        for (int i = 0; i < N; i++) {
+            float got[4] = {cache[i * S], cache[i * S + 1], cache[i * S + 2], cache[i * S + 3]};
+            if (!fast) {
+                same &= memcmp(&got[0], &sig[i], sizeof *got) == 0 &&
+                        memcmp(&got[1], &sig[i], sizeof *got) == 0 &&
+                        memcmp(&got[2], &th[i], sizeof *got) == 0 &&
+                        memcmp(&got[3], &sig[i], sizeof *got) == 0;
+                continue;
+            }
+            if (isnan(x[i])) {
+                nan &= isnan(got[0]) && isnan(got[2]) && isnan(got[3]);
+                continue;
+            }
+            double s = 1 / (1 + exp(-(double)x[i])), h = tanh((double)x[i]);
+            for (int k = 0; k < 4; k++) {
+                double want = k == 2 ? h : s;
+                double ulp = fabs(want) < 1e-37 ? 1e-37 : ldexp(1.0, ilogb(want) - 23);
+                double e = fabs(got[k] - want) / ulp;
+                if (k == 2)
+                    worst_tanh = fmax(worst_tanh, e);
+                else
+                    worst_sig = fmax(worst_sig, e);
+            }
+        }
+        if (!fast) {
+            CHECK(t, same);
+            continue;
+        }
+        CHECK(t, nan);
+        if (!CHECK(t, worst_sig <= 3 && worst_tanh <= 2))
+            fprintf(stderr, "    fast activations: sigmoid %.3g ulp, tanh %.3g ulp\n", worst_sig,
+                    worst_tanh);
+    }
+    free(work);
+}
+
+static void test_rnn(Tally *t, DlrtRng *rng) {
+    static const int32_t len_a[] = {2, 4, 1}, len_b[] = {3, 1, 4}, len_c[] = {4, 2, 3},
+                         len_d[] = {0, 3, 4};
+    for (int cell = DLRT_CELL_RNN_TANH; cell <= DLRT_CELL_GRU; cell++) {
+        DlrtCell c = (DlrtCell)cell;
+        /* small enough for differences at every value: every option */
+        test_rnn_case(t, rng, c, 3, 4, 3, 4, false, false, NULL, true, true, true, true, 0);
+        test_rnn_case(t, rng, c, 3, 4, 3, 4, true, false, len_a, true, false, true, false, 0);
+        test_rnn_case(t, rng, c, 3, 4, 3, 4, false, true, len_b, false, false, false, true, 0);
+        test_rnn_case(t, rng, c, 3, 4, 3, 4, true, true, len_c, true, true, true, true, 0);
+        test_rnn_case(t, rng, c, 3, 4, 2, 3, false, false, len_d, true, true, true, true, 0);
+        test_rnn_case(t, rng, c, 3, 4, 2, 3, true, true, len_d, false, true, true, true, 0);
+        test_rnn_case(t, rng, c, 1, 5, 2, 3, true, false, NULL, false, false, false, false, 0);
+        test_rnn_case(t, rng, c, 1, 3, 4, 5, false, true, NULL, true, true, true, true, 0);
+        /* a batch that is no multiple of 16, shared by two workers, with and
+           without lengths: differences at some values */
+        int32_t lengths[37];
+        for (int i = 0; i < 37; i++)
+            lengths[i] = 1 + (int32_t)dlrt_rng_below(rng, 9);
+        test_rnn_case(t, rng, c, 37, 9, 13, 24, cell % 2 == 1, false, lengths, true, true, true,
+                      true, 12);
+        test_rnn_case(t, rng, c, 37, 9, 13, 24, cell % 2 == 0, cell >= 2, NULL, false, false,
+                      true, true, 12);
+    }
+}
+
 /* dlrt_alloc: zeroed memory on a cache line (the generated networks'
  * buffers), for sizes that are not multiples of the line too; NULL when the
  * size overflows. */
@@ -1729,6 +2172,8 @@ static int run_unit_tests(void) {
     test_copy_rows(&t);
     test_relu_grad_fused(&t, &rng);
     test_sum(&t, &rng);
+    test_rnn_activations(&t);
+    test_rnn(&t, &rng);
     printf("%d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
 }
@@ -1831,6 +2276,59 @@ static float *copy_of(Case *c, const char *out_name, const float *src, int64_t c
     return p;
 }
 
+/* The rnn case of run_case. */
+static void run_rnn_case(Case *c) {
+    int64_t cell = iparam(c, "cell");
+    if (cell < DLRT_CELL_RNN_TANH || cell > DLRT_CELL_GRU)
+        case_error(c, "no such cell", "cell");
+    DlrtRnn r = {.cell = (DlrtCell)cell, .steps = iparam(c, "T"), .input = iparam(c, "F"),
+                 .hidden = iparam(c, "H"), .reverse = iparam(c, "reverse") != 0,
+                 .last = iparam(c, "last") != 0, .fast = iparam(c, "fast") != 0};
+    int64_t n = iparam(c, "n"), T = r.steps, F = r.input, H = r.hidden;
+    int64_t gh = rnn_gates_of(r.cell) * H;
+    int64_t S = r.cell == DLRT_CELL_LSTM ? 5 * H : r.cell == DLRT_CELL_GRU ? 4 * H : H;
+    const float *x = input(c, "x", n * T * F), *w_ih = input(c, "w_ih", gh * F);
+    const float *w_hh = input(c, "w_hh", gh * H);
+    const float *b_ih = has_input(c, "b_ih") ? input(c, "b_ih", gh) : NULL;
+    const float *b_hh = has_input(c, "b_hh") ? input(c, "b_hh", gh) : NULL;
+    const float *h0 = has_input(c, "h0") ? input(c, "h0", n * H) : NULL;
+    const float *c0 = has_input(c, "c0") ? input(c, "c0", n * H) : NULL;
+    const float *lens = has_input(c, "lengths") ? input(c, "lengths", n) : NULL;
+    const float *dy = input(c, "dy", n * (r.last ? 1 : T) * H);
+    if (c->error[0])
+        return;
+    int32_t *lengths = NULL;
+    if (lens) {
+        lengths = malloc((size_t)n * sizeof *lengths);
+        if (!lengths)
+            exit(2);
+        for (int64_t i = 0; i < n; i++)
+            lengths[i] = (int32_t)lens[i];
+    }
+    int64_t wf = dlrt_rnn_workspace(&r, n, dlrt_threads());
+    int64_t wb = dlrt_rnn_backward_workspace(&r, n, dlrt_threads());
+    float *work = falloc(wf > wb ? wf : wb), *hprev = falloc(n * T * H);
+    float *cache = falloc(n * T * S), *dpre_ih = falloc(n * T * gh);
+    float *dpre_hh = r.cell == DLRT_CELL_GRU ? falloc(n * T * gh) : NULL;
+    dlrt_rnn_forward(&r, n, x, w_ih, w_hh, b_ih, b_hh, lengths, h0, c0,
+                     output(c, "y", n * (r.last ? 1 : T) * H), hprev, cache, work,
+                     dlrt_threads());
+    dlrt_rnn_backward(&r, n, dy, cache, hprev, w_hh, lengths, c0, dpre_ih, dpre_hh, work,
+                      dlrt_threads());
+    const float *dq = dpre_hh ? dpre_hh : dpre_ih;
+    dlrt_dense_backward_input(n * T, F, gh, dpre_ih, w_ih, NULL, output(c, "dx", n * T * F));
+    dlrt_dense_backward_weight(n * T, F, gh, dpre_ih, x, output(c, "dw_ih", gh * F));
+    dlrt_dense_backward_weight(n * T, H, gh, dq, hprev, output(c, "dw_hh", gh * H));
+    dlrt_bias_backward(n * T, gh, 1, dpre_ih, output(c, "db_ih", gh));
+    dlrt_bias_backward(n * T, gh, 1, dq, output(c, "db_hh", gh));
+    free(lengths);
+    free(work);
+    free(hprev);
+    free(cache);
+    free(dpre_ih);
+    free(dpre_hh);
+}
+
 /* Runs one case.  The ops, their parameters, inputs -> outputs:
  *   conv2d   n c h w f oh ow kh kw sh sw ph pw dh dw groups; x w [b] dy
  *            -> y dx dw db (y with b when given; db from bias_backward)
@@ -1846,7 +2344,12 @@ static float *copy_of(Case *c, const char *out_name, const float *src, int64_t c
  *   sgd      count steps lr momentum nesterov weight_decay; p g0 g1 ...
  *            -> p [momentum_buffer]
  *   adam     count steps lr beta1 beta2 eps weight_decay; p g0 g1 ...
- *            -> p exp_avg exp_avg_sq (steps counted from 1) */
+ *            -> p exp_avg exp_avg_sq (steps counted from 1)
+ *   rnn      n T F H cell reverse last fast (DlrtRnn, cell as DlrtCell);
+ *            x w_ih w_hh [b_ih] [b_hh] [h0] [c0] [lengths] dy
+ *            -> y dx dw_ih dw_hh db_ih db_hh (the training forward, the
+ *            backward recurrence, then the dense kernels over its dpre, as
+ *            the compiler sums them; db_* also without the bias) */
 static void run_case(Case *c) {
     const char *op = c->op;
     if (strcmp(op, "conv2d") == 0) {
@@ -1884,6 +2387,8 @@ static void run_case(Case *c) {
             dlrt_dense_backward_weight(n, in, out, dy, x, output(c, "dw", out * in));
             dlrt_bias_backward(n, out, 1, dy, output(c, "db", out));
         }
+    } else if (strcmp(op, "rnn") == 0) {
+        run_rnn_case(c);
     } else if (strcmp(op, "relu") == 0 || strcmp(op, "sigmoid") == 0 ||
                strcmp(op, "tanh") == 0) {
         int64_t count = iparam(c, "count");

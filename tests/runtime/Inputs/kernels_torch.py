@@ -10,7 +10,7 @@
                           per failing array naming its case
 
 Suites: conv, dense, act, pool, softmax, misc (globalavgpool, concat through
-copy_rows, add), optim (sgd and adam).
+copy_rows, add), optim (sgd and adam), rnn (torch.nn.RNN, LSTM and GRU).
 
 The error of an array is max|c - torch| / max(max|torch|, 1e-6): relative to
 the largest value of the tensor, so that values near zero in a tensor of
@@ -290,8 +290,48 @@ def gen_optim(gen):
     return cases
 
 
+# DlrtCell's order
+RNN_CELLS = ("rnn_tanh", "rnn_relu", "lstm", "gru")
+
+
+def gen_rnn(gen):
+    """Every cell forward and reverse, all steps or the last, with lengths
+    (a packed sequence) and without, h0 (and c0) or zeros, biases or none,
+    libm's activations or the fast ones."""
+    cases = []
+    for cell, name in enumerate(RNN_CELLS):
+        g = {"lstm": 4, "gru": 3}.get(name, 1)
+        for n, t, f, h, rev, last, lengths, h0, bias, fast in [
+                (3, 5, 4, 6, 0, 0, None, False, True, 0),
+                (4, 6, 3, 5, 1, 0, [6, 2, 4, 1], True, True, 0),
+                (4, 6, 3, 5, 0, 1, [3, 6, 1, 5], False, False, 0),
+                (4, 6, 3, 5, 1, 1, [6, 6, 2, 3], True, True, 1),
+                (2, 7, 5, 4, 0, 0, [7, 4], True, True, 1),
+                (1, 1, 2, 3, 0, 1, None, True, True, 0)]:
+            scale = h ** -0.5   # torch's initialization
+            arrays = {"x": gen.normal(n, t, f), "w_ih": gen.uniform(g * h, f, scale=scale),
+                      "w_hh": gen.uniform(g * h, h, scale=scale)}
+            if bias:
+                arrays["b_ih"] = gen.uniform(g * h, scale=scale)
+                arrays["b_hh"] = gen.uniform(g * h, scale=scale)
+            if h0:
+                arrays["h0"] = gen.normal(n, h, scale=0.5)
+                if name == "lstm":
+                    arrays["c0"] = gen.normal(n, h, scale=0.5)
+            if lengths:
+                arrays["lengths"] = torch.tensor(lengths, dtype=torch.float32)
+            arrays["dy"] = gen.normal(n, h) if last else gen.normal(n, t, h)
+            label = (f"{name}_n{n}_T{t}_F{f}_H{h}" + ("_reverse" if rev else "")
+                     + ("_last" if last else "") + ("_lengths" if lengths else "")
+                     + ("_h0" if h0 else "") + ("" if bias else "_nobias")
+                     + ("_fast" if fast else ""))
+            params = dict(n=n, T=t, F=f, H=h, cell=cell, reverse=rev, last=last, fast=fast)
+            cases.append(fmt_case(label, "rnn", params, arrays))
+    return cases
+
+
 SUITES = {"conv": gen_conv, "dense": gen_dense, "act": gen_act, "pool": gen_pool,
-          "softmax": gen_softmax, "misc": gen_misc, "optim": gen_optim}
+          "softmax": gen_softmax, "misc": gen_misc, "optim": gen_optim, "rnn": gen_rnn}
 
 
 # ---- references ------------------------------------------------------------
@@ -421,11 +461,51 @@ def ref_adam(p, a):
     return {"p": param.detach(), "exp_avg": st["exp_avg"], "exp_avg_sq": st["exp_avg_sq"]}
 
 
+def ref_rnn(p, a):
+    """The layer as one direction of a torch module (the reverse one of a
+    bidirectional module for reverse), lengths through a packed sequence;
+    absent biases are zeros, whose gradients are compared all the same."""
+    n, t, f, h, cell = (int(p[k]) for k in ("n", "T", "F", "H", "cell"))
+    rev, last, name = bool(p["reverse"]), bool(p["last"]), RNN_CELLS[cell]
+    g = {"lstm": 4, "gru": 3}.get(name, 1)
+    kind = {"lstm": torch.nn.LSTM, "gru": torch.nn.GRU}.get(name, torch.nn.RNN)
+    extra = {"nonlinearity": name[4:]} if kind is torch.nn.RNN else {}
+    m = kind(f, h, batch_first=True, bidirectional=rev, **extra).double()
+    d, sfx = (1, "_l0_reverse") if rev else (0, "_l0")
+    weights = {"w_ih": ("weight_ih", (g * h, f)), "w_hh": ("weight_hh", (g * h, h)),
+               "b_ih": ("bias_ih", (g * h,)), "b_hh": ("bias_hh", (g * h,))}
+    with torch.no_grad():
+        for key, (attr, shape) in weights.items():
+            value = a[key].reshape(shape) if key in a else torch.zeros(shape)
+            getattr(m, attr + sfx).copy_(value)
+    x = leaf(a["x"], n, t, f)
+
+    def state(key):   # the same for both directions of a bidirectional module
+        s = a[key].reshape(1, n, h) if key in a else torch.zeros(1, n, h, dtype=torch.float64)
+        return s.expand(2 if rev else 1, n, h).contiguous()
+
+    hx = (state("h0"), state("c0")) if name == "lstm" else state("h0")
+    inp = x
+    if "lengths" in a:
+        inp = torch.nn.utils.rnn.pack_padded_sequence(x, a["lengths"].long(), batch_first=True,
+                                                      enforce_sorted=False)
+    out, hn = m(inp, hx)
+    if "lengths" in a:
+        out, _ = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=t)
+    if name == "lstm":
+        hn = hn[0]
+    y = hn[d] if last else out[:, :, d * h:(d + 1) * h]
+    (y * a["dy"].reshape(y.shape)).sum().backward()
+    grad = lambda attr: getattr(m, attr + sfx).grad
+    return {"y": y.detach(), "dx": x.grad, "dw_ih": grad("weight_ih"),
+            "dw_hh": grad("weight_hh"), "db_ih": grad("bias_ih"), "db_hh": grad("bias_hh")}
+
+
 REFS = {"conv2d": ref_conv, "dense": ref_dense, "relu": ref_act("relu"),
         "sigmoid": ref_act("sigmoid"), "tanh": ref_act("tanh"), "maxpool": ref_pool("maxpool"),
         "avgpool": ref_pool("avgpool"), "globalavgpool": ref_globalavgpool,
         "softmax": ref_softmax, "concat": ref_concat, "add": ref_add, "sum": ref_sum, "sgd": ref_sgd,
-        "adam": ref_adam}
+        "adam": ref_adam, "rnn": ref_rnn}
 
 
 def rel_error(got, want):
