@@ -143,7 +143,8 @@ typedef struct DlrtScaling {
 
 DlrtScaling dlrt_scaling_default(void);
 
-/* A dataset in memory: samples of one shape and their class labels. */
+/* A dataset in memory: samples of one shape and their class labels: one
+ * per sample, or (label_size > 1) one per step of a sequence. */
 typedef struct DlrtDataset {
     int64_t count;                        /* number of samples */
     int rank;                             /* of one sample */
@@ -153,10 +154,20 @@ typedef struct DlrtDataset {
                                              shapes are kept as stored) */
     int64_t sample_size;                  /* elements per sample */
     float *x;                             /* count * sample_size, scaled */
-    int32_t *y;                           /* count labels; NULL for images
-                                             alone (the *_images loaders) */
+    int32_t *y;                           /* count * label_size labels, a
+                                             sample's together; NULL for
+                                             images alone (the *_images
+                                             loaders) */
     int32_t num_classes;                  /* 1 + the largest label; 0
-                                             without labels */
+                                             without labels (a text
+                                             dataset's: the vocabulary's
+                                             size) */
+    int64_t label_size;                   /* labels per sample: 1 (0 reads
+                                             as 1, as a zeroed dataset has
+                                             it), or dims[0] for a label per
+                                             step of a sequence (text.c's
+                                             datasets: the next character at
+                                             each step) */
 } DlrtDataset;
 
 /* Every loader reads files gzip-compressed or not (told by content, not by
@@ -195,7 +206,9 @@ DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_ra
 /* Checks that every sample has the shape a network expects and every label
  * (if there are labels) is below num_classes; the message names the first
  * offender.  Samples of [1, H, W] (grayscale images) also fit a network
- * that takes [H, W]: the sequence of their rows. */
+ * that takes [H, W]: the sequence of their rows.  A label_size above 1
+ * must be the samples' first dimension (their steps); whether the network
+ * takes a label per sample or per step is the caller's to compare. */
 DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
                               int32_t num_classes, DlrtError *err);
 /* count random samples of the given shape, values uniform in [0, 1) and
@@ -204,6 +217,8 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
 DlrtStatus dlrt_dataset_synthetic(DlrtDataset *ds, int64_t count, int rank, const int64_t *dims,
                                   int32_t num_classes, uint64_t seed, DlrtError *err);
 void dlrt_dataset_free(DlrtDataset *ds);
+/* Labels per sample: ds->label_size, or 1 where it is 0. */
+int64_t dlrt_dataset_label_size(const DlrtDataset *ds);
 /* A shape as text, "[1, 28, 28]", into buf (for messages); returns buf. */
 const char *dlrt_shape_text(char *buf, size_t size, const int64_t *dims, int rank);
 
@@ -237,9 +252,10 @@ typedef struct DlrtBatcher {
 
 DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,
                              bool shuffle, uint64_t seed, DlrtError *err);
-/* Copies the next batch into x (batch * sample_size floats) and y (batch
- * labels; either may be NULL) and returns how many samples it holds: 0 once
- * the epoch is over.  The dataset must outlive the batcher. */
+/* Copies the next batch into x (batch * sample_size floats) and y (batch *
+ * dlrt_dataset_label_size labels, a sample's together; either may be NULL)
+ * and returns how many samples it holds: 0 once the epoch is over.  The
+ * dataset must outlive the batcher. */
 int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y);
 /* Starts epoch `epoch` (0-based; init starts epoch 0), in its own order
  * when shuffling. */
