@@ -10,7 +10,9 @@
  * random numbers (weight initialization, dropout) can change it, and a run
  * resumed from a checkpoint at epoch e needs no generator state to go on
  * exactly as an uninterrupted run would.  Unshuffled, the order stays
- * 0..count-1.  The dataset must outlive the batcher.
+ * 0..count-1.  A sample's labels (one, or one per step of a text
+ * dataset's sequence: label_size) travel with it.  The dataset must outlive
+ * the batcher.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +60,9 @@ DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batc
     memset(b, 0, sizeof *b);
     if (!ds || ds->count < 0 || (ds->count > 0 && (!ds->x || !ds->y)))
         return dlrt_fail(err, DLRT_E_ARG, "dlrt_batcher_init: no dataset, or one without data");
+    if (ds->label_size < 0)
+        return dlrt_fail(err, DLRT_E_ARG, "dlrt_batcher_init: %lld labels per sample",
+                         (long long)ds->label_size);
     if (batch < 1)
         return dlrt_fail(err, DLRT_E_ARG, "batch size %lld must be at least 1", (long long)batch);
     if ((uint64_t)ds->count > SIZE_MAX / sizeof *b->order)
@@ -82,13 +87,15 @@ int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y) {
         return 0;
     int64_t left = b->ds->count - b->pos;
     int64_t n = left < b->batch ? left : b->batch;
-    int64_t size = b->ds->sample_size;
+    int64_t size = b->ds->sample_size, per = dlrt_dataset_label_size(b->ds);
     for (int64_t k = 0; k < n; k++) {
         int64_t i = b->order[b->pos + k];
         if (x)
             memcpy(x + k * size, b->ds->x + i * size, (size_t)size * sizeof *x);
-        if (y)
+        if (y && per == 1)
             y[k] = b->ds->y[i];
+        else if (y)
+            memcpy(y + k * per, b->ds->y + i * per, (size_t)per * sizeof *y);
     }
     b->pos += n;
     return n;

@@ -289,6 +289,10 @@ static DlrtStatus check_counts(const char *images, int64_t nimages, const char *
     return DLRT_OK;
 }
 
+int64_t dlrt_dataset_label_size(const DlrtDataset *ds) {
+    return ds->label_size > 0 ? ds->label_size : 1;
+}
+
 void dlrt_dataset_free(DlrtDataset *ds) {
     if (!ds)
         return;
@@ -1142,10 +1146,27 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
                          have, want, missing_channel(ds->rank, ds->dims, rank, dims)
                              ? " (the data lacks a channel dimension of 1)" : "");
     }
-    for (int64_t i = 0; ds->y && i < ds->count; i++)
-        if (ds->y[i] < 0 || ds->y[i] >= num_classes)
+    if (!ds->y)
+        return DLRT_OK;
+    /* a label per step: as many as the steps, the first dimension */
+    int64_t per = dlrt_dataset_label_size(ds);
+    if (ds->label_size < 0 || (per > 1 && (ds->rank < 1 || ds->dims[0] != per))) {
+        char have[128];
+        dlrt_shape_text(have, sizeof have, ds->dims, ds->rank);
+        return dlrt_fail(err, DLRT_E_SHAPE, "%lld labels per sample do not fit samples of shape "
+                         "%s: a label per step needs as many as the first dimension",
+                         (long long)ds->label_size, have);
+    }
+    for (int64_t i = 0; i < ds->count * per; i++) {
+        if (ds->y[i] >= 0 && ds->y[i] < num_classes)
+            continue;
+        if (per == 1)
             return dlrt_fail(err, DLRT_E_RANGE, "label %d at sample %lld is out of range for %d "
                              "classes", (int)ds->y[i], (long long)i, (int)num_classes);
+        return dlrt_fail(err, DLRT_E_RANGE, "label %d at sample %lld, step %lld is out of range "
+                         "for %d classes", (int)ds->y[i], (long long)(i / per),
+                         (long long)(i % per), (int)num_classes);
+    }
     return DLRT_OK;
 }
 

@@ -17,6 +17,9 @@
  *   pgm.c          grayscale PGM images, for predictions
  *   batch.c        shuffling and batching
  *   safetensors.c  checkpoints in the safetensors format
+ *   text.c         text for character-level language models: UTF-8
+ *                  files, the vocabulary (kept in checkpoints), datasets
+ *                  of next-character prediction
  *   kernels/       the ops' computations, forward and backward, in f32
  *                  and f64, losses and accuracy among them: kernels.c, and
  *                  a file per op family
@@ -147,7 +150,8 @@ typedef struct DlrtScaling {
 
 DlrtScaling dlrt_scaling_default(void);
 
-/* A dataset in memory: samples of one shape and their class labels. */
+/* A dataset in memory: samples of one shape and their class labels: one
+ * per sample, or (label_size > 1) one per step of a sequence. */
 typedef struct DlrtDataset {
     int64_t count;                        /* number of samples */
     int rank;                             /* of one sample */
@@ -157,10 +161,20 @@ typedef struct DlrtDataset {
                                              shapes are kept as stored) */
     int64_t sample_size;                  /* elements per sample */
     float *x;                             /* count * sample_size, scaled */
-    int32_t *y;                           /* count labels; NULL for images
-                                             alone (the *_images loaders) */
+    int32_t *y;                           /* count * label_size labels, a
+                                             sample's together; NULL for
+                                             images alone (the *_images
+                                             loaders) */
     int32_t num_classes;                  /* 1 + the largest label; 0
-                                             without labels */
+                                             without labels (a text
+                                             dataset's: the vocabulary's
+                                             size) */
+    int64_t label_size;                   /* labels per sample: 1 (0 reads
+                                             as 1, as a zeroed dataset has
+                                             it), or dims[0] for a label per
+                                             step of a sequence (text.c's
+                                             datasets: the next character at
+                                             each step) */
 } DlrtDataset;
 
 /* Every loader reads files gzip-compressed or not (told by content, not by
@@ -199,7 +213,9 @@ DlrtStatus dlrt_load_npy_images(DlrtDataset *ds, const char *path, int sample_ra
 /* Checks that every sample has the shape a network expects and every label
  * (if there are labels) is below num_classes; the message names the first
  * offender.  Samples of [1, H, W] (grayscale images) also fit a network
- * that takes [H, W]: the sequence of their rows. */
+ * that takes [H, W]: the sequence of their rows.  A label_size above 1
+ * must be the samples' first dimension (their steps); whether the network
+ * takes a label per sample or per step is the caller's to compare. */
 DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *dims,
                               int32_t num_classes, DlrtError *err);
 /* Checks the token ids of input `input` (n samples of `steps` ids each)
@@ -219,6 +235,8 @@ DlrtStatus dlrt_tokens_from_doubles(const double *x, int64_t count, int32_t *ids
 DlrtStatus dlrt_dataset_synthetic(DlrtDataset *ds, int64_t count, int rank, const int64_t *dims,
                                   int32_t num_classes, uint64_t seed, DlrtError *err);
 void dlrt_dataset_free(DlrtDataset *ds);
+/* Labels per sample: ds->label_size, or 1 where it is 0. */
+int64_t dlrt_dataset_label_size(const DlrtDataset *ds);
 /* A shape as text, "[1, 28, 28]", into buf (for messages); returns buf. */
 const char *dlrt_shape_text(char *buf, size_t size, const int64_t *dims, int rank);
 
@@ -252,9 +270,10 @@ typedef struct DlrtBatcher {
 
 DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,
                              bool shuffle, uint64_t seed, DlrtError *err);
-/* Copies the next batch into x (batch * sample_size floats) and y (batch
- * labels; either may be NULL) and returns how many samples it holds: 0 once
- * the epoch is over.  The dataset must outlive the batcher. */
+/* Copies the next batch into x (batch * sample_size floats) and y (batch *
+ * dlrt_dataset_label_size labels, a sample's together; either may be NULL)
+ * and returns how many samples it holds: 0 once the epoch is over.  The
+ * dataset must outlive the batcher. */
 int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y);
 /* Starts epoch `epoch` (0-based; init starts epoch 0), in its own order
  * when shuffling. */
@@ -305,6 +324,143 @@ DlrtStatus dlrt_save_safetensors(const char *path, const DlrtTensor *tensors, in
 DlrtStatus dlrt_load_safetensors(const char *path, DlrtTensor *tensors, int n,
                                  DlrtMeta **meta, int *nmeta, DlrtError *err);
 void dlrt_meta_free(DlrtMeta *meta, int nmeta);
+
+/* ------------------------------------------------------------------------ */
+/* text.c                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Text for character-level language models (an embedding, recurrent
+ * layers, a cross-entropy at every step).  A character is a Unicode code
+ * point; the vocabulary is the distinct characters of the training text,
+ * sorted by code point, with ids 0..V-1; a sample is T steps of ids and,
+ * as its labels, the T characters that follow each.  A training program
+ * reads:
+ *
+ *     DlrtText text;  DlrtVocab vocab;  DlrtDataset train, val;
+ *     int32_t *ids;  int64_t n;
+ *     dlrt_load_text(&text, "/usr/share/games/fortunes", 0, &err);
+ *     dlrt_vocab_build(&vocab, text.data, text.size, &err);
+ *     dlrt_vocab_encode(&vocab, text.data, text.size, &ids, &n, &err);
+ *     dlrt_text_dataset(&train, &val, ids, n, 64, 0.1, vocab.size, &err);
+ *
+ * (each call checked), saves the vocabulary with its weights
+ * (DlrtMeta m = dlrt_vocab_meta(&vocab), passed to the network's
+ * save_with), and a program that loads the checkpoint gets it back from
+ * the metadata (dlrt_vocab_from_meta) and, with new data, checks that the
+ * two agree (dlrt_vocab_check): ids mean nothing under another vocabulary.
+ *
+ * Messages name the file or "the text", the byte offset and the character,
+ * as U+XXXX followed by the character itself when it is printable:
+ * "U+00E9 'é'", "U+000A". */
+
+/* The most bytes dlrt_load_text reads unless told otherwise: 1 GiB, whose
+ * dataset takes 8 GiB (a float and a label per character). */
+#define DLRT_TEXT_MAX_BYTES (INT64_C(1) << 30)
+
+/* Text in memory, as read. */
+typedef struct DlrtText {
+    char *data;      /* the bytes, valid UTF-8 without NUL bytes, followed
+                        by a NUL */
+    int64_t size;    /* bytes, the final NUL not counted */
+    int64_t chars;   /* characters (code points) */
+    int files;       /* the files it was read from */
+} DlrtText;
+
+/* Reads path, a file or a folder, as UTF-8 text, byte for byte: nothing is
+ * normalized (line ends stay as they are, a byte order mark stays a
+ * character).  A folder's text is that of the regular files directly
+ * inside it, one after the other in the byte order of their names (strcmp),
+ * without separators; it skips symbolic links (fortunes' NAME.u8), strfile
+ * indexes (NAME.dat beside NAME, as fortune files have), names that start
+ * with '.', and subfolders.  A file may be gzip-compressed (told by
+ * content, as the other loaders do).  Errors, each naming the file: a path
+ * that does not exist (DLRT_E_IO); no text, an empty file or a folder
+ * whose files are empty or absent; a NUL byte (binary data), or gzip data
+ * that fails to inflate; bytes that are not UTF-8, with the offset of the
+ * first (an invalid sequence, an overlong encoding, a surrogate, a
+ * character beyond U+10FFFF, a character cut short by the end of the
+ * file), all DLRT_E_FORMAT; more than max_bytes of text in all
+ * (DLRT_E_RANGE; 0 means DLRT_TEXT_MAX_BYTES).  On failure *text is left
+ * zeroed. */
+DlrtStatus dlrt_load_text(DlrtText *text, const char *path, int64_t max_bytes, DlrtError *err);
+void dlrt_text_free(DlrtText *text);
+
+/* The metadata key under which a checkpoint keeps its vocabulary. */
+#define DLRT_VOCAB_KEY "vocabulary"
+
+/* A character-level vocabulary: V distinct characters, in ascending order
+ * of code point, and their ids 0..V-1.  In a checkpoint's metadata it is
+ * the string of its characters in id order (utf8 below), under the key
+ * "vocabulary"; safetensors' JSON escapes what JSON needs, and Python reads
+ * the ids back as list(metadata["vocabulary"]). */
+typedef struct DlrtVocab {
+    int32_t size;          /* V, the number of characters (at least 1) */
+    uint32_t *chars;       /* V code points, ascending: id i is chars[i] */
+    char *utf8;            /* the V characters in id order as UTF-8,
+                              NUL-terminated: the metadata's value */
+    int32_t latin1[256];   /* the id of each code point below 256, -1 where
+                              it is not in the vocabulary (a quick look-up
+                              for most text; others are searched in chars) */
+} DlrtVocab;
+
+/* The vocabulary of size bytes of UTF-8 text: every character in it.  The
+ * text must be valid UTF-8 without NUL bytes (as dlrt_load_text's is) and
+ * not empty; the messages are dlrt_load_text's, about "the text".  On
+ * failure *v is left zeroed. */
+DlrtStatus dlrt_vocab_build(DlrtVocab *v, const char *text, int64_t size, DlrtError *err);
+/* The ids of the characters of size bytes of UTF-8 text, in a new array
+ * (*ids, n of them; free() it; an empty text gives n = 0).  A character
+ * not in the vocabulary is DLRT_E_RANGE: "the text: U+00E9 'é' at byte 12
+ * (character 10) is not in the vocabulary of 65 characters"; text that is
+ * not UTF-8 is DLRT_E_FORMAT, as dlrt_vocab_build says.  On failure *ids
+ * is NULL and *n 0. */
+DlrtStatus dlrt_vocab_encode(const DlrtVocab *v, const char *text, int64_t size, int32_t **ids,
+                             int64_t *n, DlrtError *err);
+/* n ids as UTF-8 text, in a new NUL-terminated string (*text; free() it)
+ * of *size bytes (size may be NULL).  An id outside 0..V-1 is
+ * DLRT_E_RANGE, naming it and its position.  On failure *text is NULL. */
+DlrtStatus dlrt_vocab_decode(const DlrtVocab *v, const int32_t *ids, int64_t n, char **text,
+                             int64_t *size, DlrtError *err);
+/* The vocabulary as a checkpoint's metadata entry, {"vocabulary",
+ * v->utf8}: strings of v and a constant, valid while v is, not to be
+ * freed: pass it among a save's metadata. */
+DlrtMeta dlrt_vocab_meta(const DlrtVocab *v);
+/* The vocabulary in a checkpoint's metadata (as dlrt_load_safetensors
+ * returns it); source names the checkpoint in messages.  Errors,
+ * DLRT_E_FORMAT: no "vocabulary" entry, or two; an empty value; one that
+ * is not UTF-8; characters not in ascending order of code point, or one
+ * given twice.  On failure *v is left zeroed. */
+DlrtStatus dlrt_vocab_from_meta(DlrtVocab *v, const DlrtMeta *meta, int nmeta,
+                                const char *source, DlrtError *err);
+/* Checks that a checkpoint's vocabulary is the data's, character for
+ * character: a network trained on one cannot read the other's ids.  A
+ * difference is DLRT_E_SHAPE, with both sizes, the first id whose
+ * characters differ, and the first of the data's characters that the
+ * checkpoint lacks. */
+DlrtStatus dlrt_vocab_check(const DlrtVocab *checkpoint, const DlrtVocab *data, DlrtError *err);
+/* Frees v's arrays and zeroes it; NULL and a zeroed vocabulary are fine. */
+void dlrt_vocab_free(DlrtVocab *v);
+
+/* Datasets for next-character prediction from the n ids of a text, in
+ * samples of `steps` ids: sample k has x = ids[k*steps .. k*steps+steps-1]
+ * (each id as a float, exactly) and labels ids[k*steps+1 .. k*steps+steps],
+ * so shape {steps}, label_size = steps and num_classes = vocab_size.  The
+ * samples do not overlap: there are C = (n - 1) / steps of them, and the
+ * ids past the last are dropped.  The last V = round(val_fraction * C)
+ * samples are the validation set *val, the first C - V the training set
+ * *train: the split is at a sample's boundary, so no validation input is a
+ * training input and no validation label a training label (the character
+ * at the boundary is the last training label and the first validation
+ * input).  val may be NULL when val_fraction is 0; otherwise a fraction of
+ * 0 gives it no samples.  Errors: steps < 1, a val_fraction outside [0, 1),
+ * or a vocab_size outside 1..2^24 (the ids must be exact as floats)
+ * (DLRT_E_ARG); an id outside 0..vocab_size-1 (DLRT_E_RANGE); too few ids
+ * for one sample, for one validation sample when val_fraction > 0, or for
+ * one training sample (DLRT_E_SHAPE).  On failure both datasets are left
+ * zeroed. */
+DlrtStatus dlrt_text_dataset(DlrtDataset *train, DlrtDataset *val, const int32_t *ids, int64_t n,
+                             int64_t steps, double val_fraction, int32_t vocab_size,
+                             DlrtError *err);
 
 /* ------------------------------------------------------------------------ */
 /* kernels/ (kernels.c, one .inc file per op family)                        */

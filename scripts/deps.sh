@@ -2,13 +2,15 @@
 # Installs what dlc needs on Debian 12, skipping what is already there.
 #   scripts/deps.sh build   the compiler and runtime: a C compiler, CMake,
 #                           flex, bison, zlib, OpenBLAS
-#   scripts/deps.sh main    also Debian's Fashion-MNIST, for the main job
+#   scripts/deps.sh main    also the data: Debian's Fashion-MNIST (images)
+#                           and fortunes (English text, for the
+#                           character-level language models)
 #   scripts/deps.sh test    also the test tools: LLVM's FileCheck and not
 #                           (llvm-16-tools), clang-16 with libFuzzer, Graphviz,
 #                           Python with venv, PyTorch and NumPy (the numeric
 #                           oracle), torchvision (the model zoo's reference),
-#                           Debian's Fashion-MNIST, and LLVM's lit
-#                           from PyPI in .venv
+#                           the data (Fashion-MNIST and fortunes), and LLVM's
+#                           lit from PyPI in .venv
 #   scripts/deps.sh bench   the compiler's packages, and what the benchmarks
 #                           against PyTorch run and plot with: PyTorch,
 #                           torchvision, NumPy, GNU time (peak memory) and
@@ -24,11 +26,11 @@ what=${1:-build}
 
 pkgs=(build-essential cmake flex bison zlib1g-dev libopenblas-dev llvm-16-dev)
 if [ "$what" = main ]; then
-    pkgs+=(dataset-fashion-mnist)
+    pkgs+=(dataset-fashion-mnist fortunes)
 fi
 if [ "$what" = test ]; then
     pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv
-           python3-torch python3-numpy python3-torchvision dataset-fashion-mnist)
+           python3-torch python3-numpy python3-torchvision dataset-fashion-mnist fortunes)
 fi
 
 if [ "$what" = bench ] || [ "$what" = peers ]; then

@@ -60,7 +60,7 @@ if config.dot and os.path.exists(config.dot):
 
 # the numeric oracle and the real data, where installed (scripts/deps.sh
 # test installs them; a test needing them says REQUIRES: torch / torchvision /
-# fashion-mnist)
+# fashion-mnist / fortunes)
 import subprocess
 if subprocess.run([sys.executable, "-c", "import torch, numpy"],
                   capture_output=True).returncode == 0:
@@ -71,6 +71,9 @@ if subprocess.run([sys.executable, "-c", "import torchvision"],
     config.available_features.add("torchvision")
 if os.path.isdir("/usr/share/datasets/fashion-mnist"):
     config.available_features.add("fashion-mnist")
+# Debian's fortunes: English text for the character-level language models
+if os.path.isdir("/usr/share/games/fortunes"):
+    config.available_features.add("fortunes")
 # a CPU with AVX2, for which OpenBLAS has better kernels than its generic ones
 if any(l.startswith("flags") and " avx2" in l for l in open("/proc/cpuinfo")):
     config.available_features.add("avx2")
