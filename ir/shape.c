@@ -374,6 +374,11 @@ static bool want_recurrent_attrs(DlcInfer *inf) {
                   MAX_RECURRENT_LAYER - 1, (long long)A(LAYER).i);
         return false;
     }
+    if (A(VECTOR).i < 0) {
+        dlc_error(inf->ctx, inf->loc, "%s: vector must be 0 or more, got %lld", OPNAME,
+                  (long long)A(VECTOR).i);
+        return false;
+    }
     if (A(LAYERS).i != 1 || A(BIDIRECTIONAL).b || A(DROPOUT).f != 0) {
         dlc_error(inf->ctx, inf->loc,
                   "%s: layers, bidirectional and dropout are expanded by the frontend; in IR "

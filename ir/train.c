@@ -78,6 +78,10 @@ static const CallSpec data_calls[] = {
              {"header", DLC_CFG_BOOL, false, 0, 0, 0, 0}}},
     {"npy", {{"images", DLC_CFG_STR, true, 0, 0, 0, 0},
              {"labels", DLC_CFG_STR, true, 0, 0, 0, 0}}},
+    /* UTF-8 text for a character-level language model; val: the held-out
+       fraction at its end */
+    {"text", {{"path", DLC_CFG_STR, true, 0, 0, 0, 0},
+              {"val", DLC_CFG_FLOAT, false, 0, 1, false, true}}},
     {NULL, {{0}}},
 };
 

@@ -776,10 +776,22 @@ typedef struct DlrtModel {
     int rank;                  /* the input's per-sample shape */
     int64_t dims[DLRT_MAX_SAMPLE_RANK];
     int64_t input_size;        /* floats per sample */
-    int64_t classes;           /* outputs per sample */
+    int64_t classes;           /* outputs per sample, or per step (steps > 1) */
+    int64_t steps;             /* labels per sample: 1 for a classifier, T for a
+                                  language model's label at every step (0 reads
+                                  as 1); the outputs are steps x classes */
+    int64_t vocab;             /* > 0: the input is token ids below vocab, held
+                                  in float datasets and passed as floats (the
+                                  table's functions convert them exactly); 0:
+                                  values */
+    bool causal;               /* each step's outputs depend on the steps up to
+                                  it only (no reversed recurrent layer): what
+                                  `sample` needs to read a shorter context */
     int64_t trainable;         /* trainable parameters */
     /* the train section's defaults, which flags override */
     const char *data;          /* an IDX folder, or NULL */
+    const char *text;          /* text(path): a UTF-8 file or folder, or NULL */
+    double val_fraction;       /* text(val=...): the held-out end of the text */
     int64_t batch, epochs;
     double lr;
     uint64_t seed;

@@ -785,14 +785,29 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
 
 /* Whether dlrt_main can drive the network: one per-sample f32 input, one
  * [classes] output, trained with cross-entropy against labels. */
+/* Whether the generated program's command line can run the network: one
+ * input, f32 values or token ids (an embedding's), one output of class
+ * scores, [classes] or [T, classes] at every step (a language model), and
+ * a training network whose loss is the cross-entropy against labels. */
 static bool is_classifier(const DlcNetwork *net, const DlcNetwork *tn) {
-    if (!tn || net->ninputs != 1 || net->noutputs != 1 || net->inputs[0]->type.dtype != DLC_F32 ||
-        net->outputs[0]->type.rank != 1 || !net->outputs[0]->type.batched ||
-        net->inputs[0]->type.rank > 4)
+    if (!tn || net->ninputs != 1 || net->noutputs != 1 || net->inputs[0]->type.rank > 4 ||
+        (net->inputs[0]->type.dtype != DLC_F32 && token_vocab(net, net->inputs[0]) < 0) ||
+        net->outputs[0]->type.rank < 1 || net->outputs[0]->type.rank > 2 ||
+        !net->outputs[0]->type.batched)
         return false;
     const DlcValue *loss = tn->outputs[0];
     return loss->kind == DLC_VAL_OP && loss->def->kind == DLC_OP_CROSS_ENTROPY &&
            loss->def->in[1]->kind == DLC_VAL_INPUT;
+}
+
+/* Whether each step of net's output depends on the steps up to it only:
+ * no recurrent layer runs backwards (what `sample` needs, which reads the
+ * scores of a context shorter than the network's steps). */
+static bool is_causal(const DlcNetwork *net) {
+    for (int i = 0; i < net->nops; i++)
+        if (dlc_op_is_recurrent(net->ops[i]->kind) && dlc_attr_bool(net->ops[i], DLC_A_REVERSE))
+            return false;
+    return net->outputs[0]->type.rank == 2;
 }
 
 static bool cpu_is_program(const DlcModule *m, const DlcNetwork *net) {
@@ -850,6 +865,28 @@ static char *cfg_text(const DlcCfg *v) {
     return buf;
 }
 
+/* The body of a table function that returns call: for a network of token
+ * ids, which the tables pass as floats (a dataset's), call takes x
+ * converted to int32 ids, exactly (dlrt_tokens_from_floats). */
+static void put_call_with_ids(Cpu *cpu, Out *o, const char *call) {
+    const DlcValue *in = cpu->infer->inputs[0];
+    if (in->type.dtype != DLC_I32) {
+        put(o, "    return %s;\n", call);
+        return;
+    }
+    long long steps = (long long)(in->type.rank ? in->type.dims[0] : 1);
+    put(o, "    if (n < 1 || n > INT64_MAX / %lld)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples\", (long long)n);\n"
+           "    int32_t *ids = malloc(sizeof *ids * (size_t)(n * %lld));\n"
+           "    if (!ids)\n        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory for the token ids\");\n"
+           "    DlrtStatus st = dlrt_tokens_from_%s(x, n * %lld, ids, err);\n"
+           "    if (st == DLRT_OK) {\n"
+           "        const int32_t *x = ids; /* the call's x */\n"
+           "        st = %s;\n    }\n"
+           "    free(ids);\n    return st;\n",
+        steps, steps, cpu->f64 ? "doubles" : "floats", steps, call);
+}
+
 /* The API's functions with void * for the network, as the tables of
  * dlrt_main take them. */
 static void put_table_functions(Cpu *cpu, Out *o) {
@@ -860,8 +897,9 @@ static void put_table_functions(Cpu *cpu, Out *o) {
     put(o, "static DlrtTensor model_tensor(void *net, int i) { return %s_tensor(net, i); }\n", p);
     put(o, "static DlrtTensor model_gradient(void *net, int i) { return %s_gradient(net, i); }\n", p);
     put(o, "static DlrtStatus model_gradients(void *net, int64_t n, const %s *x, const int32_t *labels,\n"
-           "                                  %s *loss, DlrtError *err) {\n"
-           "    return %s_gradients(net, n, x, labels, loss, err);\n}\n", R, R, p);
+           "                                  %s *loss, DlrtError *err) {\n", R, R);
+    put_call_with_ids(cpu, o, dlc_arena_printf(&cpu->arena, "%s_gradients(net, n, x, labels, loss, err)", p));
+    put(o, "}\n");
 }
 
 static void put_check(Cpu *cpu, Out *o) {
@@ -885,12 +923,14 @@ static void put_model(Cpu *cpu, Out *o) {
 
     put(o, "\n/* ---- the command line (dlrt_main) ---- */\n\n");
     put_table_functions(cpu, o);
-    put(o, "static DlrtStatus model_forward(void *net, int64_t n, const float *x, float *out, DlrtError *err) {\n"
-           "    return %s_forward(net, n, x, out, err);\n}\n", p);
+    put(o, "static DlrtStatus model_forward(void *net, int64_t n, const float *x, float *out, DlrtError *err) {\n");
+    put_call_with_ids(cpu, o, dlc_arena_printf(&cpu->arena, "%s_forward(net, n, x, out, err)", p));
+    put(o, "}\n");
     put(o, "static DlrtStatus model_freeze(void *net, DlrtError *err) { return %s_freeze(net, err); }\n", p);
     put(o, "static DlrtStatus model_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
-           "                                   float lr, float *loss, DlrtError *err) {\n"
-           "    return %s_train_step(net, n, x, labels, lr, loss, err);\n}\n", p);
+           "                                   float lr, float *loss, DlrtError *err) {\n");
+    put_call_with_ids(cpu, o, dlc_arena_printf(&cpu->arena, "%s_train_step(net, n, x, labels, lr, loss, err)", p));
+    put(o, "}\n");
     put(o, "static DlrtStatus model_save(const void *net, const char *path, const DlrtMeta *extra,\n"
            "                             int nextra, DlrtError *err) {\n"
            "    return %s_save_with(net, path, extra, nextra, err);\n}\n", p);
@@ -926,13 +966,26 @@ static void put_model(Cpu *cpu, Out *o) {
     put(o, ",\n    .rank = %d,\n    .dims = {", in->type.rank);
     for (int d = 0; d < in->type.rank; d++)
         put(o, "%s%lld", d ? ", " : "", (long long)in->type.dims[d]);
-    put(o, "},\n    .input_size = %lld,\n    .classes = %lld,\n    .trainable = %lld,\n",
-        (long long)numel(in), (long long)net->outputs[0]->type.dims[0], (long long)trainable);
+    const DlcType *scores = &net->outputs[0]->type;
+    put(o, "},\n    .input_size = %lld,\n    .classes = %lld,\n    .steps = %lld,\n"
+           "    .vocab = %lld,\n    .causal = %s,\n    .trainable = %lld,\n",
+        (long long)numel(in), (long long)scores->dims[scores->rank - 1],
+        (long long)(scores->rank == 2 ? scores->dims[0] : 1),
+        (long long)(in->type.dtype == DLC_I32 ? token_vocab(net, in) : 0),
+        is_causal(net) ? "true" : "false", (long long)trainable);
+    bool text = data && data->kind == DLC_CFG_CALL && strcmp(data->s, "text") == 0;
     put(o, "    .data = ");
     if (data && data->kind == DLC_CFG_CALL && strcmp(data->s, "idx") == 0 && data->nargs)
         put_cstring(o, data->args[0].val.s);
     else
         put(o, "NULL");
+    put(o, ",\n    .text = ");
+    if (text)
+        put_cstring(o, dlc_cfg_arg(data, "path", 0)->s);
+    else
+        put(o, "NULL");
+    put(o, ",\n    .val_fraction = %.17g",
+        cfg_num(text ? dlc_cfg_arg(data, "val", 1) : NULL, 0.1));
     const DlcCfg *every = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "every", 0) : NULL;
     const DlcCfg *gamma = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "gamma", 1) : NULL;
     const DlcCfg *min_lr = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "min_lr", 0) : NULL;

@@ -99,10 +99,11 @@
 
 #define put dlc_cpu_put
 
-/* The three convolutions are the ops that carry the tile pass's `vector`. */
+/* The three convolutions with the tile pass's `vector` (which recurrent
+ * layers carry too, for their activations: emit_recurrent.c). */
 bool dlc_cpu_is_direct_conv(const DlcOp *op) {
     int v = dlc_op_attr_slot(op->kind, DLC_A_VECTOR);
-    return v >= 0 && op->attrs[v].i > 0;
+    return v >= 0 && op->attrs[v].i > 0 && dlc_recurrent_cell(op->kind) == DLC_OP_COUNT;
 }
 
 static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }

@@ -5,7 +5,8 @@
  *
  * Each is one call of libdlrt's (kernels/recurrent.inc), described by a
  * DlrtRnn; the input projection of every step is one product inside the
- * forward kernel, in scratch sized for the largest batch.  The backward
+ * forward kernel, in scratch sized for the largest batch.  The tile pass's
+ * vector=B asks for libdlrt's vectorized activations (DlrtRnn.fast).  The backward
  * kernel gives the gates' gradients at every step (dpre); the input's and
  * the weights' gradients are the per-step dense products autodiff puts
  * after it (emit_dense.c). */
@@ -29,10 +30,11 @@ static const char *rnn_literal(Emit *e, const DlcOp *op) {
     return dlc_arena_printf(
         e->arena,
         "    static const DlrtRnn rn = {.cell = %s, .steps = %lld, .input = %lld, "
-        ".hidden = %lld,\n        .reverse = %s, .last = %s};\n",
+        ".hidden = %lld,\n        .reverse = %s, .last = %s, .fast = %s};\n",
         cells[cell], (long long)seq->dims[0], backward ? 0LL : (long long)seq->dims[1],
         (long long)dlc_attr_int(op, DLC_A_HIDDEN), dlc_attr_bool(op, DLC_A_REVERSE) ? "true" : "false",
-        dlc_attr_bool(op, DLC_A_LAST) ? "true" : "false");
+        dlc_attr_bool(op, DLC_A_LAST) ? "true" : "false",
+        dlc_attr_int(op, DLC_A_VECTOR) > 0 ? "true" : "false");
 }
 
 /* rnn, rnn_relu, lstm, gru: (x, @w_ih, @w_hh, @b_ih, @b_hh) -> y; and their
@@ -44,7 +46,8 @@ void dlc_cpu_emit_recurrent(Emit *e, Out *o, const DlcOp *op) {
     put(o, "    dlrt_rnn_forward(&rn, n, a0, a1, a2, a3, a4, NULL, NULL, NULL, r0, %s, %s, work, "
            "threads);\n",
         train ? "r1" : "NULL", train ? "r2" : "NULL");
-    e->scratch = dlc_arena_printf(e->arena, "%s    int64_t w = dlrt_rnn_workspace(&rn, max_batch, threads);\n", rn);
+    e->scratch = dlc_arena_printf(
+        e->arena, "%s    int64_t w = dlrt_rnn_workspace(&rn, max_batch, threads);\n", rn);
 }
 
 /* rnn_grad, ...: (dy, cache, hprev, @w_hh) -> dpre; gru_grad -> (dpre_ih,

@@ -60,8 +60,9 @@ static bool prepare(Bench *b) {
     b->pool = POOL_BYTES / bytes < POOL_BATCHES ? POOL_BYTES / bytes : POOL_BATCHES;
     b->pool = b->pool < 1 ? 1 : b->pool;
     b->x = malloc((size_t)(b->pool * bytes));
-    b->y = malloc((size_t)(b->pool * batch) * sizeof *b->y);
-    b->out = malloc((size_t)(batch * m->classes) * sizeof *b->out);
+    int64_t steps = dlrt_label_steps(m);
+    b->y = malloc((size_t)(b->pool * batch * steps) * sizeof *b->y);
+    b->out = malloc((size_t)(batch * steps * m->classes) * sizeof *b->out);
     b->ms = malloc((size_t)b->o->iters * sizeof *b->ms);
     if (!b->x || !b->y || !b->out || !b->ms) {
         fprintf(stderr, "%s: out of memory for batches of %lld\n", m->name, (long long)batch);
@@ -76,10 +77,7 @@ static bool prepare(Bench *b) {
     }
     DlrtRng rng;
     dlrt_rng_seed(&rng, b->o->seed);
-    for (int64_t i = 0; i < b->pool * batch * m->input_size; i++)
-        b->x[i] = dlrt_rng_uniform(&rng);
-    for (int64_t i = 0; i < b->pool * batch; i++)
-        b->y[i] = (int32_t)dlrt_rng_below(&rng, (uint64_t)m->classes);
+    dlrt_random_batch(m, &rng, b->pool * batch, b->x, NULL, b->y);
     return true;
 }
 
@@ -90,7 +88,8 @@ static bool iterate(Bench *b, int64_t i) {
     const float *x = b->x + k * batch * m->input_size;
     float loss;
     DlrtStatus st = b->train
-        ? m->train_step(b->net, batch, x, b->y + k * batch, (float)b->o->lr, &loss, &b->err)
+        ? m->train_step(b->net, batch, x, b->y + k * batch * dlrt_label_steps(m), (float)b->o->lr,
+                        &loss, &b->err)
         : m->forward(b->net, batch, x, b->out, &b->err);
     if (st == DLRT_OK)
         return true;

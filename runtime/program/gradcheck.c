@@ -185,7 +185,7 @@ DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradch
     void *net32 = NULL, *net64 = NULL;
     float *x32 = malloc(sizeof(float) * (size_t)(o->batch * m->input_size));
     double *x64 = malloc(sizeof(double) * (size_t)(o->batch * m->input_size));
-    int32_t *y = malloc(sizeof(int32_t) * (size_t)o->batch);
+    int32_t *y = malloc(sizeof(int32_t) * (size_t)(o->batch * dlrt_label_steps(m)));
     double **g64 = calloc((size_t)m->ntensors + 1, sizeof *g64);
     float **g32 = calloc((size_t)m->ntensors + 1, sizeof *g32);
     DlrtStatus st = DLRT_OK;
@@ -201,10 +201,7 @@ DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradch
 
     DlrtRng rng;
     dlrt_rng_seed(&rng, o->seed ^ 0x6772616463686b00ull); /* "gradchk" */
-    for (int64_t j = 0; j < o->batch * m->input_size; j++)
-        x64[j] = x32[j] = dlrt_rng_uniform(&rng);
-    for (int64_t j = 0; j < o->batch; j++)
-        y[j] = (int32_t)dlrt_rng_below(&rng, (uint64_t)m->classes);
+    dlrt_random_batch(m, &rng, o->batch, x32, x64, y);
 
     /* the analytic gradients, copied out of both networks */
     float loss32;

@@ -144,6 +144,11 @@ static DlrtStatus classify(const DlrtModel *m, void *net, int64_t batch, const c
 }
 
 int dlrt_predict_command(const DlrtModel *m, const Options *o) {
+    if (m->vocab > 0) {
+        fprintf(stderr, "%s: predict classifies images; a language model writes text with "
+                "`%s sample`\n", m->name, m->name);
+        return 2;
+    }
     if (!o->weights) {
         fprintf(stderr, "%s: predict needs --weights FILE\n", m->name);
         return 2;

@@ -38,7 +38,7 @@
 /* The commands, as bits, so that a flag can name those it belongs to. */
 enum {
     TRAIN = 1, EVAL = 2, PREDICT = 4, BENCH = 8, INFO = 16, GRADCHECK = 32, CHECK = 64,
-    EVERY = 127
+    SAMPLE = 128, EVERY = 255
 };
 
 /* More threads than this is a typing mistake, not a machine. */
@@ -60,7 +60,15 @@ static int info(const DlrtModel *m, const Options *o) {
     printf("network %s (from %s)\ninput [", m->name, m->source);
     for (int i = 0; i < m->rank; i++)
         printf("%s%lld", i ? ", " : "", (long long)m->dims[i]);
-    printf("], %lld classes\n\nlayers:\n%s\n", (long long)m->classes, m->layers);
+    if (m->vocab > 0)
+        printf("] token ids below %lld, ", (long long)m->vocab);
+    else
+        printf("], ");
+    if (m->steps > 1)
+        printf("%lld classes at each of %lld steps\n\nlayers:\n%s\n", (long long)m->classes,
+               (long long)m->steps, m->layers);
+    else
+        printf("%lld classes\n\nlayers:\n%s\n", (long long)m->classes, m->layers);
     printf("trainable parameters: %lld\n", (long long)m->trainable);
     printf("optimizer: %s\n", m->optimizer);
     /* what the table says, without opening the GPU */
@@ -97,6 +105,7 @@ static const Command commands[] = {
     {"gradcheck", GRADCHECK, dlrt_gradcheck_command},
     {"check", CHECK, dlrt_check_command},
     {"info", INFO, info},
+    {"sample", SAMPLE, dlrt_sample_command},
 };
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -108,10 +117,11 @@ static const struct {
 } flags[] = {
     {"--batch", EVERY}, {"--threads", EVERY}, {"--report", EVERY}, {"--device", EVERY},
     {"--data", TRAIN | EVAL | CHECK}, {"--epochs", TRAIN}, {"--limit", TRAIN},
-    {"--lr", TRAIN | BENCH | CHECK}, {"--seed", TRAIN | BENCH | GRADCHECK | CHECK},
+    {"--lr", TRAIN | BENCH | CHECK}, {"--seed", TRAIN | BENCH | GRADCHECK | CHECK | SAMPLE},
     {"--save", TRAIN}, {"--resume", TRAIN}, {"--log", TRAIN},
-    {"--weights", EVAL | PREDICT | GRADCHECK | CHECK}, {"--mode", BENCH}, {"--iters", BENCH},
-    {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
+    {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE}, {"--mode", BENCH},
+    {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
+    {"--prime", SAMPLE}, {"--length", SAMPLE}, {"--temperature", SAMPLE},
 };
 
 /* The threads to use without --threads: one per online CPU. */
@@ -137,6 +147,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  check             run one training step on the CPU and on the GPU from the same\n"
             "                    weights and compare the gradients and the updated tensors\n"
             "  info              the network's layers, parameters and memory\n"
+            "  sample            write text with a language model's saved weights\n"
             "\n"
             "options of every command:\n"
             "  --device DEVICE    cpu or cuda (an NVIDIA GPU): where the network runs (cpu)%s\n"
@@ -146,7 +157,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --help\n"
             "\n"
             "train and eval (defaults from the network's train section):\n"
-            "  --data DIR         IDX folder (train-images-idx3-ubyte[.gz], ...)%s%s%s\n"
+            "  --data DIR         IDX folder (train-images-idx3-ubyte[.gz], ...), or a\n"
+            "                     language model's UTF-8 text file or folder%s%s%s\n"
             "  --epochs N         passes over the training data (%lld); with --resume, more\n"
             "  --limit N          train on the first N samples of the train split only\n"
             "  --lr X             learning rate (%g)\n"
@@ -178,12 +190,20 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --seed N           seed of the weights, the shuffle or the random data\n"
             "  --weights FILE     start from these weights instead of fresh ones\n"
             "  --lr X             the learning rate of the training step\n"
-            "  --tolerance X      the largest relative error that passes (%g)\n",
+            "  --tolerance X      the largest relative error that passes (%g)\n"
+            "\n"
+            "sample (a language model):\n"
+            "  --weights FILE     a checkpoint of train (weights and vocabulary)\n"
+            "  --prime TEXT       the text to start from (a newline)\n"
+            "  --length N         characters to write after it (400)\n"
+            "  --temperature X    divides the scores before the softmax, above 0 (1)\n"
+            "  --seed N           seed of the draws\n",
             m->name, m->name, m->source,
             m->cuda ? "" : ";\n                     this program was built for the CPU only",
             (long long)m->batch, MAX_THREADS,
-            (long long)default_threads(), m->data ? " (" : "", m->data ? m->data : "",
-            m->data ? ")" : "", (long long)m->epochs, m->lr, (unsigned long long)m->seed,
+            (long long)default_threads(), m->data || m->text ? " (" : "",
+            m->data ? m->data : m->text ? m->text : "", m->data || m->text ? ")" : "",
+            (long long)m->epochs, m->lr, (unsigned long long)m->seed,
             DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
     return out == stdout ? 0 : 2;
 }
@@ -212,6 +232,7 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
         {"--epochs", 1, 1000000, &o->epochs}, {"--batch", 1, 1 << 20, &o->batch},
         {"--limit", 1, INT64_MAX, &o->limit}, {"--iters", 1, 1000000, &o->iters},
         {"--warmup", 0, 1000000, &o->warmup}, {"--threads", 1, MAX_THREADS, &o->threads},
+        {"--length", 0, 100000000, &o->length},
     };
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
         if (strcmp(flag, counts[k].name) == 0)
@@ -225,6 +246,16 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
     else if (strcmp(flag, "--log") == 0) o->log = value;
     else if (strcmp(flag, "--report") == 0) o->report = value;
     else if (strcmp(flag, "--weights") == 0) o->weights = value;
+    else if (strcmp(flag, "--prime") == 0) o->prime = value;
+    else if (strcmp(flag, "--temperature") == 0) {
+        char *end;
+        o->temperature = strtod(value, &end);
+        if (*end || end == value || !(o->temperature > 0) || !isfinite(o->temperature)) {
+            fprintf(stderr, "%s: --temperature must be a positive number, not '%s'\n", m->name,
+                    value);
+            return false;
+        }
+    }
     else if (strcmp(flag, "--seed") == 0) {
         if (!parse_int(m, flag, value, 0, INT64_MAX, &v))
             return false;
@@ -281,7 +312,8 @@ static bool known_flag(const DlrtModel *m, const Command *cmd, const char *flag,
  * status: 0 after --help, 2 after a message. */
 static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char **argv,
                          Options *o) {
-    *o = (Options){.device = "cpu", .data = m->data, .epochs = m->epochs,
+    *o = (Options){.device = "cpu", .data = m->data ? m->data : m->text, .epochs = m->epochs,
+                   .prime = "\n", .length = 400, .temperature = 1,
                    .batch = m->batch, .lr = m->lr, .seed = m->seed, .mode = "train",
                    .iters = 100, .warmup = 10, .threads = default_threads(),
                    .tolerance = cmd->bit == CHECK ? DLRT_CHECK_TOLERANCE : 1e-3};

@@ -4,6 +4,7 @@
  *               `info`; the JSON report
  *   train.c     `train` and `eval`: the commands that run on an IDX folder
  *   predict.c   `predict`: classifying IDX, .npy and PGM files
+ *   sample.c    `sample`: text from a language model
  *   bench.c     `bench`: timing steps on synthetic data
  *   gradcheck.c `gradcheck`: the gradients against finite differences
  *   check.c     `check`: the GPU's training step against the CPU's
@@ -42,6 +43,9 @@ typedef struct Options {
                                   DLRT_GRADCHECK_BATCH, not the train section's */
     double tolerance;          /* gradcheck, check: the largest relative error
                                   that passes */
+    const char *prime;         /* sample: the text to start from */
+    int64_t length;            /* sample: characters to generate */
+    double temperature;        /* sample: the logits' divisor, above 0 */
     char **inputs;             /* predict: the files to classify (ninputs) */
     int ninputs;
 } Options;
@@ -77,7 +81,17 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r);
  * CPU table that does not say). */
 const char *dlrt_device_name(const DlrtModel *m);
 
+/* train.c: labels per sample, 1 or a language model's steps (outputs per
+ * sample are that many times m->classes); and n random samples with their
+ * labels (token ids below m->vocab for a language model, else values in
+ * [0, 1); x64, if not NULL, gets the same values), for bench, gradcheck and
+ * a train run without data. */
+int64_t dlrt_label_steps(const DlrtModel *m);
+void dlrt_random_batch(const DlrtModel *m, DlrtRng *rng, int64_t n, float *x, double *x64,
+                       int32_t *y);
+
 int dlrt_train_command(const DlrtModel *m, const Options *o);
+int dlrt_sample_command(const DlrtModel *m, const Options *o);  /* sample.c */
 int dlrt_eval_command(const DlrtModel *m, const Options *o);
 int dlrt_predict_command(const DlrtModel *m, const Options *o);
 int dlrt_bench_command(const DlrtModel *m, const Options *o);

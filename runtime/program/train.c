@@ -1,6 +1,9 @@
-/* train.c — `train` and `eval`: the commands that run on an IDX folder.
+/* train.c — `train` and `eval`: the commands that run on an IDX folder, or
+ * on a language model's text.
  *
- * Training loads the folder's train and test splits (the train split cut
+ * Training loads the folder's train and test splits (a text's training
+ * part and its held-out end, in the vocabulary of its characters, which
+ * every checkpoint keeps) (the train split cut
  * to its first --limit samples), checks both against the network, and runs
  * the epochs with the learning-rate schedule, evaluating on the test split
  * after each and stopping with a clear message as soon as the loss is not
@@ -39,7 +42,24 @@ typedef struct Scores {
     double seconds;   /* in forward passes */
 } Scores;
 
-/* Runs the network over ds in order; x, y and logits hold one batch. */
+/* Labels per sample: 1, or a language model's T (a label at every step). */
+int64_t dlrt_label_steps(const DlrtModel *m) { return m->steps > 1 ? m->steps : 1; }
+
+void dlrt_random_batch(const DlrtModel *m, DlrtRng *rng, int64_t n, float *x, double *x64,
+                       int32_t *y) {
+    for (int64_t i = 0; i < n * m->input_size; i++) {
+        float v = m->vocab > 0 ? (float)dlrt_rng_below(rng, (uint64_t)m->vocab)
+                               : dlrt_rng_uniform(rng);
+        x[i] = v;
+        if (x64)
+            x64[i] = v;
+    }
+    for (int64_t i = 0; i < n * dlrt_label_steps(m); i++)
+        y[i] = (int32_t)dlrt_rng_below(rng, (uint64_t)m->classes);
+}
+
+/* Runs the network over ds in order; x, y and logits hold one batch.  A
+ * language model's loss and accuracy are over every step's prediction. */
 static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds, int64_t batch,
                            float *x, int32_t *y, float *logits, Scores *s, DlrtError *err) {
     DlrtBatcher b;
@@ -54,9 +74,10 @@ static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
         if ((st = m->forward(net, n, x, logits, err)) != DLRT_OK)
             break;
         s->seconds += dlrt_clock() - t0;
-        total += dlrt_cross_entropy(logits, y, n, m->classes, NULL) * (double)n;
-        s->correct += dlrt_count_correct(logits, y, n, m->classes);
-        s->count += n;
+        int64_t rows = n * dlrt_label_steps(m);
+        total += dlrt_cross_entropy(logits, y, rows, m->classes, NULL) * (double)rows;
+        s->correct += dlrt_count_correct(logits, y, rows, m->classes);
+        s->count += rows;
     }
     dlrt_batcher_free(&b);
     s->loss = s->count ? total / (double)s->count : 0;
@@ -89,6 +110,7 @@ typedef struct Trainer {
     DlrtBatcher batcher;
     float *x, *logits;      /* one batch of inputs and of outputs */
     int32_t *y;             /* one batch of labels */
+    DlrtVocab vocab;        /* text: the characters the ids stand for */
     uint64_t seed;          /* of the shuffle: --seed, else a resumed checkpoint's */
     int64_t first, end;     /* this run's epochs: first (0-based) to end, exclusive */
     int64_t steps;          /* per epoch */
@@ -106,14 +128,15 @@ static void trainer_free(Trainer *t) {
     free(t->logits);
     dlrt_dataset_free(&t->train);
     dlrt_dataset_free(&t->test);
+    dlrt_vocab_free(&t->vocab);
 }
 
 /* The buffers of one batch. */
 static bool alloc_batch(const DlrtModel *m, int64_t batch, float **x, int32_t **y,
                         float **logits) {
     *x = malloc(sizeof(float) * (size_t)(batch * m->input_size));
-    *y = malloc(sizeof(int32_t) * (size_t)batch);
-    *logits = malloc(sizeof(float) * (size_t)(batch * m->classes));
+    *y = malloc(sizeof(int32_t) * (size_t)(batch * dlrt_label_steps(m)));
+    *logits = malloc(sizeof(float) * (size_t)(batch * dlrt_label_steps(m) * m->classes));
     if (*x && *y && *logits)
         return true;
     fprintf(stderr, "%s: out of memory for batches of %lld\n", m->name, (long long)batch);
@@ -140,11 +163,71 @@ static bool synthetic_splits(Trainer *t) {
         fprintf(stderr, "%s: %s\n", m->name, t->err.message);
         return false;
     }
+    /* token ids, and a label per step, for a language model */
+    DlrtDataset *split[2] = {&t->train, &t->test};
+    for (int k = 0; k < 2 && (m->vocab > 0 || dlrt_label_steps(m) > 1); k++) {
+        DlrtDataset *ds = split[k];
+        int32_t *y = malloc(sizeof *y * (size_t)(ds->count * dlrt_label_steps(m)));
+        if (!y) {
+            fprintf(stderr, "%s: out of memory\n", m->name);
+            return false;
+        }
+        DlrtRng rng;
+        dlrt_rng_seed(&rng, t->o->seed ^ (uint64_t)(k + 1));
+        dlrt_random_batch(m, &rng, ds->count, ds->x, NULL, y);
+        free(ds->y);
+        ds->y = y;
+        ds->label_size = dlrt_label_steps(m);
+        ds->num_classes = (int32_t)m->classes;
+    }
     return true;
+}
+
+/* The train and validation splits of a language model's text (its
+ * held-out end, the train section's text(val=...)), in t->vocab's ids: a
+ * vocabulary given (a resumed checkpoint's) must be the text's own, and
+ * one built from the text must fit the network's embedding. */
+static bool text_splits(Trainer *t, const char *path, bool given) {
+    const DlrtModel *m = t->m;
+    DlrtText text = {0};
+    DlrtVocab own = {0};
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    DlrtStatus st = dlrt_load_text(&text, path, 0, &t->err);
+    if (st == DLRT_OK)
+        st = dlrt_vocab_build(&own, text.data, text.size, &t->err);
+    if (st == DLRT_OK && given)
+        st = dlrt_vocab_check(&t->vocab, &own, &t->err);
+    bool ok = st == DLRT_OK;
+    if (ok && own.size > m->vocab) {
+        fprintf(stderr, "%s: %s has %d characters, but the network's embedding takes %lld: "
+                "give it vocab=%d\n", m->name, path, (int)own.size, (long long)m->vocab,
+                (int)own.size);
+        ok = false;
+    }
+    if (ok && !given) {
+        t->vocab = own;
+        own = (DlrtVocab){0};
+    }
+    if (ok && ((st = dlrt_vocab_encode(&t->vocab, text.data, text.size, &ids, &n, &t->err)) !=
+                   DLRT_OK ||
+               (st = dlrt_text_dataset(&t->train, &t->test, ids, n, m->dims[0], m->val_fraction,
+                                       (int32_t)m->vocab, &t->err)) != DLRT_OK))
+        ok = false;
+    if (!ok && st != DLRT_OK)
+        fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+    free(ids);
+    dlrt_vocab_free(&own);
+    dlrt_text_free(&text);
+    if (ok && t->o->limit > 0 && t->o->limit < t->train.count)
+        t->train.count = t->o->limit;
+    return ok;
 }
 
 static bool load_splits(Trainer *t) {
     const DlrtModel *m = t->m;
+    if (m->vocab > 0 && t->o->data)
+        return true; /* the text, once the checkpoint to resume has told its vocabulary */
     if (!t->o->data)
         return synthetic_splits(t);
     if (dlrt_load_idx_dir(&t->train, &t->test, t->o->data, NULL, &t->err) != DLRT_OK) {
@@ -194,6 +277,11 @@ static bool resume(Trainer *t) {
     uint64_t epoch = 0, seed = 0;
     bool ok = meta_count(t, meta, nmeta, "epoch", INT32_MAX, &has_epoch, &epoch) &&
               meta_count(t, meta, nmeta, "seed", INT64_MAX, &has_seed, &seed);
+    if (ok && t->m->vocab > 0 && t->o->data &&
+        dlrt_vocab_from_meta(&t->vocab, meta, nmeta, t->o->resume, &t->err) != DLRT_OK) {
+        fprintf(stderr, "%s: cannot resume: %s\n", t->m->name, t->err.message);
+        ok = false;
+    }
     dlrt_meta_free(meta, nmeta);
     t->first = has_epoch ? (int64_t)epoch : 0;
     if (has_seed && !t->o->seed_given)
@@ -212,6 +300,9 @@ static bool start(Trainer *t) {
         return false;
     }
     if (o->resume && !resume(t))
+        return false;
+    /* a language model's text, in the vocabulary of the run it continues */
+    if (m->vocab > 0 && o->data && !text_splits(t, o->data, t->vocab.size > 0))
         return false;
     t->end = t->first + o->epochs;
     t->steps = (t->train.count + o->batch - 1) / o->batch;
@@ -308,8 +399,8 @@ static bool save_checkpoint(Trainer *t, int64_t epochs) {
     char epoch[32], seed[32];
     snprintf(epoch, sizeof epoch, "%lld", (long long)epochs);
     snprintf(seed, sizeof seed, "%" PRIu64, t->seed);
-    const DlrtMeta meta[] = {{"epoch", epoch}, {"seed", seed}};
-    if (t->m->save(t->net, t->o->save, meta, 2, &t->err) == DLRT_OK)
+    const DlrtMeta meta[] = {{"epoch", epoch}, {"seed", seed}, dlrt_vocab_meta(&t->vocab)};
+    if (t->m->save(t->net, t->o->save, meta, t->vocab.size > 0 ? 3 : 2, &t->err) == DLRT_OK)
         return true;
     fprintf(stderr, "%s: %s\n", t->m->name, t->err.message);
     return false;
@@ -335,9 +426,15 @@ static int run(Trainer *t, double begin) {
             return 1;
         }
         double ips = (double)er.samples / (er.seconds > 0 ? er.seconds : 1e-9);
-        printf("epoch %lld/%lld: train loss %.4f, test loss %.4f, test accuracy %.4f, "
-               "%.0f images/s\n", (long long)e + 1, (long long)t->end, er.loss, s.loss,
-               s.accuracy, ips);
+        if (m->vocab > 0 && m->steps > 1) /* a language model: per character */
+            printf("epoch %lld/%lld: train loss %.4f, validation loss %.4f (%.4f bits per "
+                   "character), accuracy %.4f, %.0f characters/s\n", (long long)e + 1,
+                   (long long)t->end, er.loss, s.loss, s.loss / log(2), s.accuracy,
+                   ips * (double)m->steps);
+        else
+            printf("epoch %lld/%lld: train loss %.4f, test loss %.4f, test accuracy %.4f, "
+                   "%.0f images/s\n", (long long)e + 1, (long long)t->end, er.loss, s.loss,
+                   s.accuracy, ips);
         fflush(stdout);
         if (t->log)
             fprintf(t->log, "%lld,%.9g,%.9g,%.9g,%.6g,%.6g\n", (long long)e + 1, er.loss, s.loss,
@@ -373,7 +470,6 @@ int dlrt_train_command(const DlrtModel *m, const Options *o) {
 }
 
 int dlrt_eval_command(const DlrtModel *m, const Options *o) {
-    DlrtError err = {0};
     if (!o->weights) {
         fprintf(stderr, "%s: eval needs --weights FILE\n", m->name);
         return 2;
@@ -381,24 +477,39 @@ int dlrt_eval_command(const DlrtModel *m, const Options *o) {
     if (no_data(m, o))
         return 2;
     double begin = dlrt_clock();
-    DlrtDataset te = {0};
-    if (dlrt_load_idx_dir(NULL, &te, o->data, NULL, &err) != DLRT_OK) { /* the test split */
-        fprintf(stderr, "%s: %s\n", m->name, err.message);
-        return 1;
-    }
+    /* the network and its weights first: a language model's checkpoint
+       says the vocabulary its text is read in */
+    Trainer t = {.m = m, .o = o};
+    DlrtMeta *meta = NULL;
+    int nmeta = 0;
     int status = 1;
-    void *net = NULL;
-    float *x = NULL, *logits = NULL;
-    int32_t *y = NULL;
     Scores s;
-    if (alloc_batch(m, o->batch, &x, &y, &logits) && check_data(m, &te, "test", &err)) {
-        if (m->create(&net, o->batch, 0, &err) != DLRT_OK ||
-            m->load(net, o->weights, NULL, NULL, &err) != DLRT_OK ||
-            evaluate(m, net, &te, o->batch, x, y, logits, &s, &err) != DLRT_OK) {
-            fprintf(stderr, "%s: %s\n", m->name, err.message);
+    bool ok = m->create(&t.net, o->batch, 0, &t.err) == DLRT_OK &&
+              m->load(t.net, o->weights, m->vocab > 0 ? &meta : NULL,
+                      m->vocab > 0 ? &nmeta : NULL, &t.err) == DLRT_OK &&
+              (m->vocab == 0 ||
+               dlrt_vocab_from_meta(&t.vocab, meta, nmeta, o->weights, &t.err) == DLRT_OK);
+    dlrt_meta_free(meta, nmeta);
+    if (!ok)
+        fprintf(stderr, "%s: %s\n", m->name, t.err.message);
+    else if (m->vocab > 0) /* the held-out end of the text */
+        ok = text_splits(&t, o->data, true);
+    else if (dlrt_load_idx_dir(NULL, &t.test, o->data, NULL, &t.err) != DLRT_OK) { /* the test split */
+        fprintf(stderr, "%s: %s\n", m->name, t.err.message);
+        ok = false;
+    } else
+        ok = check_data(m, &t.test, "test", &t.err);
+    if (ok && alloc_batch(m, o->batch, &t.x, &t.y, &t.logits)) {
+        if (evaluate(m, t.net, &t.test, o->batch, t.x, t.y, t.logits, &s, &t.err) != DLRT_OK) {
+            fprintf(stderr, "%s: %s\n", m->name, t.err.message);
         } else {
-            printf("test accuracy %.4f (%lld of %lld), test loss %.4f\n", s.accuracy,
-                   (long long)s.correct, (long long)s.count, s.loss);
+            if (m->vocab > 0 && m->steps > 1)
+                printf("validation loss %.4f (%.4f bits per character), accuracy %.4f (%lld of "
+                       "%lld characters)\n", s.loss, s.loss / log(2), s.accuracy,
+                       (long long)s.correct, (long long)s.count);
+            else
+                printf("test accuracy %.4f (%lld of %lld), test loss %.4f\n", s.accuracy,
+                       (long long)s.correct, (long long)s.count, s.loss);
             Report r = dlrt_report_new("eval");
             r.test_loss = s.loss;
             r.test_accuracy = s.accuracy;
@@ -408,11 +519,6 @@ int dlrt_eval_command(const DlrtModel *m, const Options *o) {
             status = dlrt_report_write(m, o, &r) ? 0 : 1;
         }
     }
-    if (net)
-        m->free(net);
-    free(x);
-    free(y);
-    free(logits);
-    dlrt_dataset_free(&te);
+    trainer_free(&t);
     return status;
 }
