@@ -4,8 +4,9 @@
  * text they were trained on.  The output starts with --prime, whose
  * characters must all be in the vocabulary; each next character is drawn
  * (with the generator seeded by --seed) from the softmax of the network's
- * scores at the last character of the context, divided by --temperature:
- * below 1 the likeliest characters gain, above 1 the others.
+ * scores at the last character of the context, divided by --temperature
+ * (below 1 the likeliest characters gain, above 1 the others), among the
+ * vocabulary's characters.
  *
  * The network reads its T steps from a zero state, as it was trained, so
  * the context is the last T characters.  A shorter one (at the start) fills
@@ -92,7 +93,10 @@ int dlrt_sample_command(const DlrtModel *m, const Options *o) {
                 window[t] = t < context ? (float)ids[n - context + t] : 0.0f;
             if ((st = m->forward(net, 1, window, scores, &err)) != DLRT_OK)
                 break;
-            ids[n] = draw(scores + (context - 1) * classes, classes, o->temperature, &rng);
+            /* among the vocabulary's characters: an embedding may take more
+               ids than the text had characters, which no label ever named */
+            int64_t choices = vocab.size < classes ? vocab.size : classes;
+            ids[n] = draw(scores + (context - 1) * classes, choices, o->temperature, &rng);
             st = put_char(&vocab, ids[n++], &err);
         }
         fputc('\n', stdout);
