@@ -601,19 +601,26 @@ static void set_attr(DlcOpKind kind, DlcAttr *attrs, DlcAttrName a, DlcAttr v) {
 }
 
 /* A recurrent layer as torch.nn.LSTM takes it (layers=L, bidirectional,
- * dropout=p) made of the ops the IR has, one per layer and direction: the
+ * dropout=p; with a second operand, each sequence's length, as packed
+ * sequences give it) made of the ops the IR has, one per layer and direction: the
  * pieces' parameters are all the call's layer's, told apart by layer=K
  * and reverse=true (@h.weight_ih_l1_reverse, PyTorch's names); a
  * bidirectional layer's two results are concatenated along the features
  * (with last=true, the two final states), and dropout comes between
  * layers, as PyTorch applies it.  Returns the last piece's result. */
-static DlcValue *make_recurrent(Elab *e, DlcOpKind kind, DlcValue *x, DlcAttr *given,
-                                const char *override, DlcLoc loc) {
+static DlcValue *make_recurrent(Elab *e, DlcOpKind kind, DlcValue *x, DlcValue *lengths,
+                                DlcAttr *given, const char *override, DlcLoc loc) {
     DlcAttr attrs[DLC_MAX_ATTRS];
     memcpy(attrs, given, sizeof attrs);
     const char *name = dlc_op_info(kind)->name;
+    if (lengths) /* the second operand: each sequence's length */
+        set_attr(kind, given, DLC_A_LENGTHS, (DlcAttr){.b = true});
+    DlcValue *operands[2] = {x, lengths};
+    int n = lengths ? 2 : 1;
     if (dlc_op_fill_defaults(kind, attrs) >= 0) /* reported by make_op */
-        return make_op(e, kind, &x, 1, given, override, loc);
+        return make_op(e, kind, operands, n, given, override, loc);
+    if (lengths)
+        set_attr(kind, attrs, DLC_A_LENGTHS, (DlcAttr){.b = true});
     int64_t layers = dlc_attrs_at(kind, attrs, DLC_A_LAYERS)->i;
     bool bidirectional = dlc_attrs_at(kind, attrs, DLC_A_BIDIRECTIONAL)->b;
     bool last = dlc_attrs_at(kind, attrs, DLC_A_LAST)->b;
@@ -640,7 +647,7 @@ static DlcValue *make_recurrent(Elab *e, DlcOpKind kind, DlcValue *x, DlcAttr *g
     set_attr(kind, attrs, DLC_A_BIDIRECTIONAL, (DlcAttr){.b = false});
     set_attr(kind, attrs, DLC_A_DROPOUT, (DlcAttr){.f = 0});
     if (layers == 1 && !bidirectional)
-        return make_op(e, kind, &x, 1, attrs, override, loc);
+        return make_op(e, kind, operands, n, attrs, override, loc);
 
     const char *layer = layer_name(e, override, loc);
     if (!layer)
@@ -659,10 +666,11 @@ static DlcValue *make_recurrent(Elab *e, DlcOpKind kind, DlcValue *x, DlcAttr *g
         set_attr(kind, attrs, DLC_A_LAST, (DlcAttr){.b = last && l == layers - 1});
         set_attr(kind, attrs, DLC_A_REVERSE, (DlcAttr){.b = false});
         e->piece_of = layer;
-        DlcValue *fwd = make_op(e, kind, &h, 1, attrs, NULL, loc), *bwd = NULL;
+        operands[0] = h;
+        DlcValue *fwd = make_op(e, kind, operands, n, attrs, NULL, loc), *bwd = NULL;
         if (fwd && bidirectional) {
             set_attr(kind, attrs, DLC_A_REVERSE, (DlcAttr){.b = true});
-            bwd = make_op(e, kind, &h, 1, attrs, NULL, loc);
+            bwd = make_op(e, kind, operands, n, attrs, NULL, loc);
         }
         e->piece_of = NULL;
         if (!bwd) {
@@ -708,7 +716,8 @@ static Ev call_op(Elab *e, AstNode *n, DlcOpKind kind) {
     /* leading positional tensors are the operands */
     DlcValue *tensors[64];
     int ntensors = 0, i = 0;
-    int want = info->arity >= 0 ? info->arity : INT_MAX;
+    /* a recurrent layer takes its sequences' lengths as an optional second */
+    int want = dlc_op_is_recurrent(kind) ? 2 : info->arity >= 0 ? info->arity : INT_MAX;
     for (; i < nargs && !n->args.v[i].key && vals[i].kind == EV_TENSOR && ntensors < want; i++) {
         if (ntensors == 64) {
             dlc_error(e->ctx, n->args.v[i].keyloc, "%s: too many operands", info->name);
@@ -784,7 +793,8 @@ static Ev call_op(Elab *e, AstNode *n, DlcOpKind kind) {
     if (!ok)
         return poison;
     DlcValue *r = dlc_op_is_recurrent(kind)
-                      ? make_recurrent(e, kind, tensors[0], attrs, override, n->loc)
+                      ? make_recurrent(e, kind, tensors[0], ntensors > 1 ? tensors[1] : NULL,
+                                       attrs, override, n->loc)
                       : make_op(e, kind, tensors, ntensors, attrs, override, n->loc);
     return r ? ev_tensor(r) : poison;
 }

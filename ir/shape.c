@@ -388,7 +388,22 @@ static bool want_recurrent_attrs(DlcInfer *inf) {
     return true;
 }
 
-/* (x [T,F]) -> y [T,H], or [H] with last=true; weight_ih [G*H,F],
+/* With lengths=true, operand i must be the sequences' lengths: i32[], one
+ * per sample. */
+static bool want_lengths(DlcInfer *inf, int i) {
+    if (!A(LENGTHS).b)
+        return true;
+    const DlcType *t = &inf->in[i];
+    if (t->dtype != DLC_I32 || !t->batched || t->rank != 0) {
+        char b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "%s: the sequences' lengths must be i32[] (one per "
+                  "sample), got %s", OPNAME, tstr(t, b));
+        return false;
+    }
+    return true;
+}
+
+/* (x [T,F][, lengths i32[]]) -> y [T,H], or [H] with last=true; weight_ih [G*H,F],
  * weight_hh [G*H,H], bias_ih and bias_hh [G*H], each uniform in
  * +-1/sqrt(H) as PyTorch initializes them */
 bool dlc_infer_recurrent(DlcInfer *inf) {
@@ -400,7 +415,7 @@ bool dlc_infer_recurrent(DlcInfer *inf) {
                   OPNAME, tstr(x, b));
         return false;
     }
-    if (!want_recurrent_attrs(inf))
+    if (!want_recurrent_attrs(inf) || !want_lengths(inf, 1))
         return false;
     DlcOpKind cell = dlc_recurrent_cell(inf->kind);
     int64_t t = x->dims[0], f = x->dims[1], h = A(HIDDEN).i;
@@ -435,10 +450,12 @@ bool dlc_infer_recurrent_train(DlcInfer *inf) {
     return check_sizes(inf);
 }
 
-/* (dy, cache, hprev, @weight_hh) -> dpre [T,G*H]; gru_grad (dpre_ih, dpre_hh) */
+/* (dy, cache, hprev[, lengths], @weight_hh) -> dpre [T,G*H]; gru_grad
+ * (dpre_ih, dpre_hh) */
 bool dlc_infer_recurrent_grad(DlcInfer *inf) {
     if (!want_recurrent_attrs(inf) || !want_tensor(inf, 0, A(LAST).b ? 1 : 2, 0, "[T,H]") ||
-        !want_tensor(inf, 1, 2, 0, "[T,S]") || !want_tensor(inf, 2, 2, 0, "[T,H]"))
+        !want_tensor(inf, 1, 2, 0, "[T,S]") || !want_tensor(inf, 2, 2, 0, "[T,H]") ||
+        !want_lengths(inf, 3))
         return false;
     DlcOpKind cell = dlc_recurrent_cell(inf->kind);
     const DlcType *dy = &inf->in[0], *cache = &inf->in[1], *hprev = &inf->in[2];
@@ -832,11 +849,16 @@ bool dlc_infer(DlcInfer *inf) {
     inf->nparams = 0;
     /* relu_grad=true: the ReLU's result follows the op's own operands */
     bool relu_y = dlc_relu_grad_operand(inf->kind, inf->attrs);
-    int arity = (op->arity >= 0 ? op->arity : 2) + relu_y; /* -1: at least 2 */
+    /* relu_grad=true and a recurrent layer's lengths=true add an operand */
+    int arity = (op->arity >= 0 ? op->arity : 2) + relu_y +
+                dlc_attr_true(inf->kind, inf->attrs, DLC_A_LENGTHS); /* -1: at least 2 */
     if (op->arity >= 0 ? inf->nin != arity : inf->nin < arity) {
         dlc_error(inf->ctx, inf->loc, "%s: expects %s%d tensor operand%s%s, got %d", op->name,
                   op->arity < 0 ? "at least " : "", arity, arity == 1 ? "" : "s",
-                  relu_y ? " (the last the ReLU's result, for relu_grad=true)" : "", inf->nin);
+                  relu_y ? " (the last the ReLU's result, for relu_grad=true)"
+                  : dlc_attr_true(inf->kind, inf->attrs, DLC_A_LENGTHS)
+                      ? " (the last the sequences' lengths, for lengths=true)" : "",
+                  inf->nin);
         return false;
     }
     if (!op->infer(inf))

@@ -39,8 +39,9 @@ static void per_step_term(DlcGrad *g, const DlcOp *op, DlcValue *v, DlcOpKind ki
 void dlc_grad_recurrent_train(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
     DlcOpKind cell = dlc_recurrent_cell(op->kind);
     DlcOpKind kind = (DlcOpKind)(DLC_OP_RNN_GRAD + (cell - DLC_OP_RNN));
-    DlcValue *x = op->in[0], *w_ih = op->in[1], *w_hh = op->in[2], *b_ih = op->in[3],
-             *b_hh = op->in[4];
+    int p = op->nin - op->nparams; /* after x and, with lengths=true, the lengths */
+    DlcValue *x = op->in[0], *lengths = p == 2 ? op->in[1] : NULL, *w_ih = op->in[p],
+             *w_hh = op->in[p + 1], *b_ih = op->in[p + 2], *b_hh = op->in[p + 3];
     DlcValue *hprev = op->out[1], *cache = op->out[2];
 
     DlcAttr attrs[DLC_MAX_ATTRS];
@@ -54,8 +55,9 @@ void dlc_grad_recurrent_train(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
         dlc_network_unique_name(g->m, g->net, dlc_arena_printf(&g->m->arena, "%s.dpre", base)),
         dlc_network_unique_name(g->m, g->net, dlc_arena_printf(&g->m->arena, "%s.dpre_hh", base)),
     };
-    DlcOp *bptt = dlc_network_add_op(g->m, g->net, kind, (DlcValue *[]){dy, cache, hprev, w_hh},
-                                     4, 1, attrs, types, names, nout, op->loc);
+    DlcValue *in[5] = {dy, cache, hprev, lengths ? lengths : w_hh, w_hh};
+    DlcOp *bptt = dlc_network_add_op(g->m, g->net, kind, in, lengths ? 5 : 4, 1, attrs, types,
+                                     names, nout, op->loc);
     if (!bptt)
         dlc_unreachable("autodiff: %s does not take %s's results", dlc_op_info(kind)->name,
                         dlc_op_info(op->kind)->name);

@@ -1183,6 +1183,16 @@ DlrtStatus dlrt_check_tokens(const int32_t *ids, int64_t n, int64_t steps, int64
     return DLRT_OK;
 }
 
+DlrtStatus dlrt_check_lengths(const int32_t *lengths, int64_t n, int64_t steps, const char *input,
+                              DlrtError *err) {
+    for (int64_t i = 0; i < n; i++)
+        if (lengths[i] < 0 || lengths[i] > steps)
+            return dlrt_fail(err, DLRT_E_RANGE, "input '%s': length %d at sample %lld is outside "
+                             "0 to %lld, the network's steps", input, (int)lengths[i],
+                             (long long)i, (long long)steps);
+    return DLRT_OK;
+}
+
 /* value v, at index i of its array, as a token id */
 static DlrtStatus token_of(double v, int64_t i, int32_t *id, DlrtError *err) {
     if (!(v >= INT32_MIN && v <= INT32_MAX) || v != (double)(int32_t)v)

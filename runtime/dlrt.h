@@ -224,6 +224,11 @@ DlrtStatus dlrt_dataset_check(const DlrtDataset *ds, int rank, const int64_t *di
  * generated code calls it before running a network that embeds tokens. */
 DlrtStatus dlrt_check_tokens(const int32_t *ids, int64_t n, int64_t steps, int64_t vocab,
                              const char *input, DlrtError *err);
+/* Checks the sequence lengths of input `input` (n of them) against the
+ * network's steps: each from 0 to steps (DLRT_E_RANGE names the first
+ * other one and its sample). */
+DlrtStatus dlrt_check_lengths(const int32_t *lengths, int64_t n, int64_t steps, const char *input,
+                              DlrtError *err);
 /* The token ids held as floats in a dataset's samples (x, count values)
  * into ids, exactly: an error names the first value that is not an integer
  * in the range of int32. */

@@ -433,12 +433,36 @@ static int64_t token_vocab(const DlcNetwork *net, const DlcValue *in) {
     return vocab;
 }
 
-/* The API function's check of its token inputs (dlrt_check_tokens), before
- * it runs net: an id outside the vocabulary is an error, never a read out
- * of an embedding's bounds. */
+/* The steps of the sequences whose lengths an i32 input is (lengths=true
+ * on every recurrent op that reads it, as that operand); -1 when another op
+ * reads it, or none does. */
+static int64_t lengths_of(const DlcNetwork *net, const DlcValue *in) {
+    int64_t steps = -1;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        if (!dlc_op_reads(op, in))
+            continue;
+        if (dlc_recurrent_cell(op->kind) == DLC_OP_COUNT || !dlc_attr_bool(op, DLC_A_LENGTHS) ||
+            op->in[op->nin - op->nparams - 1] != in)
+            return -1;
+        int64_t t = op->in[dlc_op_is_recurrent_grad(op->kind) ? 2 : 0]->type.dims[0];
+        steps = steps < 0 || t < steps ? t : steps;
+    }
+    return steps;
+}
+
+/* The API function's check of its token inputs (dlrt_check_tokens) and
+ * sequence lengths (dlrt_check_lengths), before it runs net: an id outside
+ * the vocabulary or a length outside 0 to T is an error, never a read out
+ * of bounds. */
 static void put_token_checks(Cpu *cpu, Out *o, const DlcNetwork *net) {
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *v = net->inputs[i];
+        int64_t steps = v->type.batched && v->type.dtype == DLC_I32 ? lengths_of(net, v) : -1;
+        if (steps >= 0)
+            put(o, "    {\n        DlrtStatus st = dlrt_check_lengths(%s, n, %lld, \"%s\", err);\n"
+                   "        if (st != DLRT_OK)\n            return st;\n    }\n",
+                ident(cpu, v->name), (long long)steps, v->name);
         int64_t vocab = v->type.batched && v->type.dtype == DLC_I32 ? token_vocab(net, v) : -1;
         if (vocab < 0)
             continue;
@@ -1044,11 +1068,13 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         add_param(&cpu, cpu.train->params[i]);
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *in = net->inputs[i];
-        if (in->type.batched && in->type.dtype == DLC_I32 ? token_vocab(net, in) < 0
-                                                          : in->type.dtype != DLC_F32) {
+        if (in->type.batched && in->type.dtype == DLC_I32
+                ? token_vocab(net, in) < 0 && lengths_of(net, in) < 0
+                : in->type.dtype != DLC_F32) {
             /* labels belong to the training network only */
             dlc_error(ctx, in->loc, "cpu: input '%s' must be f32, or i32 token ids that only "
-                      "embeddings read (f64 inputs are not generated yet)", in->name);
+                      "embeddings read, or sequence lengths that only recurrent layers read "
+                      "(f64 inputs are not generated yet)", in->name);
             cpu.ok = false;
         }
     }

@@ -37,26 +37,35 @@ static const char *rnn_literal(Emit *e, const DlcOp *op) {
         dlc_attr_int(op, DLC_A_VECTOR) > 0 ? "true" : "false");
 }
 
-/* rnn, rnn_relu, lstm, gru: (x, @w_ih, @w_hh, @b_ih, @b_hh) -> y; and their
- * training forms, -> (y, hprev, cache) */
+/* The lengths operand of op (lengths=true: the one before the
+ * parameters), or NULL. */
+static const char *lengths(Emit *e, const DlcOp *op) {
+    return dlc_attr_bool(op, DLC_A_LENGTHS)
+               ? dlc_arena_printf(e->arena, "a%d", op->nin - op->nparams - 1)
+               : "NULL";
+}
+
+/* rnn, rnn_relu, lstm, gru: (x[, lengths], @w_ih, @w_hh, @b_ih, @b_hh) -> y;
+ * and their training forms, -> (y, hprev, cache) */
 void dlc_cpu_emit_recurrent(Emit *e, Out *o, const DlcOp *op) {
     const char *rn = rnn_literal(e, op);
     bool train = dlc_op_is_recurrent_train(op->kind);
+    int p = op->nin - op->nparams;
     put(o, "%s", rn);
-    put(o, "    dlrt_rnn_forward(&rn, n, a0, a1, a2, a3, a4, NULL, NULL, NULL, r0, %s, %s, work, "
+    put(o, "    dlrt_rnn_forward(&rn, n, a0, a%d, a%d, a%d, a%d, %s, NULL, NULL, r0, %s, %s, work, "
            "threads);\n",
-        train ? "r1" : "NULL", train ? "r2" : "NULL");
+        p, p + 1, p + 2, p + 3, lengths(e, op), train ? "r1" : "NULL", train ? "r2" : "NULL");
     e->scratch = dlc_arena_printf(
         e->arena, "%s    int64_t w = dlrt_rnn_workspace(&rn, max_batch, threads);\n", rn);
 }
 
-/* rnn_grad, ...: (dy, cache, hprev, @w_hh) -> dpre; gru_grad -> (dpre_ih,
- * dpre_hh) */
+/* rnn_grad, ...: (dy, cache, hprev[, lengths], @w_hh) -> dpre; gru_grad ->
+ * (dpre_ih, dpre_hh) */
 void dlc_cpu_emit_recurrent_grad(Emit *e, Out *o, const DlcOp *op) {
     const char *rn = rnn_literal(e, op);
     put(o, "%s", rn);
-    put(o, "    dlrt_rnn_backward(&rn, n, a0, a1, a2, a3, NULL, NULL, r0, %s, work, threads);\n",
-        op->nout == 2 ? "r1" : "NULL");
+    put(o, "    dlrt_rnn_backward(&rn, n, a0, a1, a2, a%d, %s, NULL, r0, %s, work, threads);\n",
+        op->nin - 1, lengths(e, op), op->nout == 2 ? "r1" : "NULL");
     e->scratch = dlc_arena_printf(
         e->arena, "%s    int64_t w = dlrt_rnn_backward_workspace(&rn, max_batch, threads);\n", rn);
 }
