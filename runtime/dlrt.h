@@ -451,8 +451,9 @@ void dlrt_vocab_free(DlrtVocab *v);
  * (each id as a float, exactly) and labels ids[k*steps+1 .. k*steps+steps],
  * so shape {steps}, label_size = steps and num_classes = vocab_size.  The
  * samples do not overlap: there are C = (n - 1) / steps of them, and the
- * ids past the last are dropped.  The last V = round(val_fraction * C)
- * samples are the validation set *val, the first C - V the training set
+ * ids past the last one's labels are dropped.  The last V =
+ * round(val_fraction * C) samples (to the nearest, halves up) are the
+ * validation set *val, the first C - V the training set
  * *train: the split is at a sample's boundary, so no validation input is a
  * training input and no validation label a training label (the character
  * at the boundary is the last training label and the first validation

@@ -317,7 +317,7 @@ static int compare_names(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The names in a folder's listing that dlrt_load_text reads. */
+/* A folder's entries, all but those whose names start with '.'. */
 typedef struct Listing {
     char **names;   /* n names, sorted by strcmp (bytes), each malloc'd */
     int n, cap;     /* names held; room */
