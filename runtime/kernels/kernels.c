@@ -19,7 +19,7 @@
  *   pool.inc         max, average and global average pooling
  *   norm.inc         softmax, local response and batch normalization
  *   copy.inc         rows copied between buffers (concat, slice)
- *   update.inc       the SGD and Adam updates
+ *   update.inc       the SGD and Adam updates, gradient clipping
  *   loss.inc         cross-entropy, MSE, accuracy
  * families.inc includes them in that order, and this file includes it once
  * per element type: for float (dlrt_relu_forward) and for double
