@@ -74,6 +74,7 @@ static bool prepare(Bench *b) {
         fprintf(stderr, "%s: %s\n", m->name, b->err.message);
         return false;
     }
+    dlrt_apply_clip(m, b->net, b->o);
     DlrtRng rng;
     dlrt_rng_seed(&rng, b->o->seed);
     for (int64_t i = 0; i < b->pool * batch * m->input_size; i++)
