@@ -321,6 +321,11 @@ static inline bool dlc_op_is_update(DlcOpKind k) {
 static inline bool dlc_op_is_dense_update(DlcOpKind k) {
     return k == DLC_OP_DENSE_SGD_UPDATE || k == DLC_OP_DENSE_ADAM_UPDATE;
 }
+/* clip_norm or clip_scale: gradient clipping, which belongs to the weight
+ * update (a step without updates skips it too) */
+static inline bool dlc_op_is_clip(DlcOpKind k) {
+    return k >= DLC_OP_CLIP_NORM && k <= DLC_OP_CLIP_SCALE;
+}
 
 /* ------------------------------------------------------------------------ */
 /* shape.c — types and shape rules                                          */
@@ -489,8 +494,9 @@ int dlc_op_folded_batchnorm(const DlcOp *op);
 bool dlc_op_reads(const DlcOp *op, const DlcValue *v);
 /* Whether op may write its result over a tensor operand of the same size
  * (the memory plan's in-place sharing): elementwise ops, whose kernels
- * write each element after reading the operands' same element, and the
- * copies flatten and reshape (which then copy nothing). */
+ * write each element after reading the operands' same element, the
+ * copies flatten and reshape (which then copy nothing), and clip_scale
+ * over its gradient (not its coefficient, which every element reads). */
 bool dlc_op_in_place(const DlcOp *op);
 /* A convolution op (conv2d, conv2d_grad_input, conv2d_grad_weight): the
  * types of the forward convolution's input *x and output *y, which each

@@ -1223,3 +1223,41 @@ bool dlc_infer_dense_adam_update(DlcInfer *inf) {
     DlcType g;
     return dense_gradient(inf, &g) && adam_params(inf, &g, 2);
 }
+
+/* ---- gradient clipping --------------------------------------------------- */
+
+/* Operand i must be a parameter's gradient (unbatched, floating-point) of
+ * element type dt. */
+static bool want_gradient(DlcInfer *inf, int i, DlcDType dt) {
+    const DlcType *g = &inf->in[i];
+    if (g->batched || g->dtype != dt || !is_float(dt)) {
+        char a[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: operand %d must be a parameter's gradient (unbatched, %s), got %s", OPNAME,
+                  i + 1, is_float(dt) ? dlc_dtype_name(dt) : "f32 or f64", tstr(g, a));
+        return false;
+    }
+    return true;
+}
+
+/* (g1, ..., gk, clip) -> the coefficient, a scalar: every gi a parameter's
+ * gradient, all of one element type, clip a scalar of it */
+bool dlc_infer_clip_norm(DlcInfer *inf) {
+    DlcDType dt = inf->in[0].dtype;
+    for (int i = 0; i < inf->nin - 1; i++)
+        if (!want_gradient(inf, i, dt))
+            return false;
+    if (!want_scalar(inf, inf->nin - 1, dt, "largest norm"))
+        return false;
+    set_out(inf, dt, false, 0, NULL);
+    return true;
+}
+
+/* (g, coefficient) -> g's type */
+bool dlc_infer_clip_scale(DlcInfer *inf) {
+    if (!want_gradient(inf, 0, inf->in[0].dtype) ||
+        !want_scalar(inf, 1, inf->in[0].dtype, "coefficient"))
+        return false;
+    inf->out[inf->nout++] = inf->in[0];
+    return true;
+}

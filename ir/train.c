@@ -130,6 +130,8 @@ static const KeySpec keys[] = {
     {"epochs", {"epochs", DLC_CFG_INT, false, 1, 1e6, 0, 0}, NULL, NULL},
     {"warmup", {"warmup", DLC_CFG_INT, false, 0, 1e6, 0, 0}, NULL, NULL},
     {"seed", {"seed", DLC_CFG_INT, false, 0, 4294967295.0, 0, 0}, NULL, NULL},
+    /* the largest total norm of the gradients (0: no clipping) */
+    {"clip", {"clip", DLC_CFG_FLOAT, false, 0, INF, false, false}, NULL, NULL},
 };
 #define NKEYS ((int)(sizeof keys / sizeof keys[0]))
 
@@ -296,7 +298,7 @@ bool dlc_train_check(DlcCtx *ctx, const DlcModule *m, const DlcTrain *t) {
             else
                 dlc_error(ctx, e->loc,
                           "unknown train setting '%s' (known: data, loss, optimizer, "
-                          "schedule, batch, epochs, warmup, seed)", e->key);
+                          "schedule, batch, epochs, warmup, seed, clip)", e->key);
             ok = false;
             continue;
         }

@@ -24,11 +24,8 @@ static bool verify_op(DlcCtx *ctx, const DlcNetwork *net, const DlcOp *op,
         dlc_error(ctx, op->loc, "%s: bad operand count", info->name);
         return false;
     }
-    DlcType in[64];
-    if (ntensors > 64) {
-        dlc_error(ctx, op->loc, "%s: too many operands (%d)", info->name, ntensors);
-        return false;
-    }
+    /* no fixed bound: clip_norm reads every gradient of a network */
+    DlcType *in = dlc_arena_alloc(defined->arena, sizeof *in * (size_t)(ntensors + 1));
     for (int i = 0; i < op->nin; i++) {
         const DlcValue *v = op->in[i];
         if (dlc_map_get(&net->names, v->name) != v || !dlc_map_get(defined, v->name)) {

@@ -99,6 +99,11 @@
  *   gradient a block of 128 x 128 at a time on the stack and updates that
  *   block right after; the whole gradient is never stored.
  *
+ *   Neither applies to clipped gradients (the optimizer pass's clip_norm
+ *   and clip_scale): the update reads clip_scale's result, and the weight
+ *   gradient has clip_norm as a second reader, since the norm needs every
+ *   gradient whole before any update.
+ *
  * Each merge needs the producer's result to have no reader but the
  * consumer and not to be an output, and the producer not to have the
  * attribute already (nor a ReLU before a folded batchnorm).  The results

@@ -20,6 +20,23 @@
  * the step with every other one, which is what lets the memory plan reuse
  * a dense layer's large weight gradient for the next layer's values.
  *
+ * A train section's clip = X (X > 0) clips the gradients by their total
+ * norm before any update, as torch.nn.utils.clip_grad_norm_(params, X)
+ * does between loss.backward() and optimizer.step():
+ *
+ *   %clip_coef = clip_norm(%g1, %g2, ..., %clip)
+ *   %g1.clipped = clip_scale(%g1, %clip_coef)
+ *   sgd_update(%g1.clipped, %lr, @p1, ...)
+ *   ...
+ *
+ * The largest norm becomes the scalar input %clip, as the learning rate
+ * does, so that the program's --clip changes it without recompiling (0
+ * turns clipping off).  clip_norm needs every gradient, so it comes after
+ * the whole backward pass, and the updates after it, each right after the
+ * clip_scale of its gradient: every gradient lives until then.  The
+ * gradient is clipped before the optimizer adds weight decay to it, as
+ * PyTorch's optimizers do.
+ *
  * Preconditions: the module verifies and autodiff has run; NAME.train's
  * train section is NAME's. */
 #include "passes.h"
@@ -65,6 +82,30 @@ static DlcValue *scalar_input(DlcModule *m, DlcNetwork *net, const char *base, D
                               DlcLoc loc) {
     DlcType t = {.dtype = dt, .rank = 0};
     return dlc_network_add_input(m, net, dlc_network_unique_name(m, net, base), t, loc);
+}
+
+/* The gradients of grads[0..n) (param_grad ops) clipped by their total
+ * norm: appends clip_norm and a clip_scale per gradient to net, and
+ * points each param_grad at its clipped gradient, which its update then
+ * reads. */
+static void clip_gradients(DlcModule *m, DlcNetwork *net, DlcOp **grads, int n, DlcLoc loc) {
+    DlcType dt = grads[0]->in[0]->type;
+    DlcValue *clip = scalar_input(m, net, "clip", dt.dtype, net->loc);
+    DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        in[i] = grads[i]->in[0];
+    in[n] = clip;
+    DlcType scalar = {.dtype = dt.dtype, .rank = 0};
+    const char *name = dlc_network_unique_name(m, net, "clip_coef");
+    DlcValue *coef = dlc_network_add_op(m, net, DLC_OP_CLIP_NORM, in, n + 1, 0, NULL, &scalar,
+                                        &name, 1, loc)->out[0];
+    for (int i = 0; i < n; i++) {
+        DlcValue *g = grads[i]->in[0];
+        name = dlc_network_unique_name(m, net, dlc_arena_printf(&m->arena, "%s.clipped", g->name));
+        DlcOp *scale = dlc_network_add_op(m, net, DLC_OP_CLIP_SCALE, (DlcValue *[]){g, coef}, 2, 0,
+                                          NULL, &g->type, &name, 1, grads[i]->loc);
+        grads[i]->in[0] = scale->out[0];
+    }
 }
 
 /* Moves each of the updates, which are ops first.. of net, to just after
@@ -129,6 +170,11 @@ static bool optimize_network(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, const D
     DlcType dt = grads[0]->in[0]->type;
     DlcValue *lr = scalar_input(m, net, "lr", dt.dtype, net->loc);
     DlcValue *step = adam ? scalar_input(m, net, "step", DLC_I32, net->loc) : NULL;
+    const DlcCfg *clip = train ? dlc_train_get(train, "clip") : NULL;
+    if (clip && (clip->kind == DLC_CFG_INT ? clip->i > 0 : clip->f > 0)) {
+        clip_gradients(m, net, grads, nupdates, clip->loc);
+        n = net->nops; /* the clipping ops come before the updates are scheduled */
+    }
     static const char *const adam_state[] = {"exp_avg", "exp_avg_sq"};
     for (int i = 0; i < nupdates; i++) {
         DlcValue *g = grads[i]->in[0], *p = grads[i]->in[1];

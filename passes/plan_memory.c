@@ -8,7 +8,7 @@
  * the gradients that NAME_gradient shows) lives to the end.  A parameter's
  * gradient otherwise dies at its weight update, which the optimizer pass
  * puts right after the last op that needs the gradient or reads the
- * weight.  Two values whose
+ * weight (or, clipped, at its clip_scale, right before).  Two values whose
  * live ranges are disjoint may share memory.  The plan places the values
  * largest first, each at the lowest offset where it overlaps no placed
  * value whose live range meets its own (greedy by size, as TensorFlow
@@ -120,12 +120,14 @@ static void check_placement(Interval **list, int n) {
 }
 
 /* Where op i may put its result: over an operand that dies at it, when the
- * op allows it and the two are alike (NULL otherwise). */
+ * op allows it and the two are alike (NULL otherwise).  clip_scale's
+ * coefficient, which every element reads, is not one: only its gradient. */
 static Interval *in_place_host(const DlcOp *op, int i, Interval *res, const DlcMap *index,
                                Interval *all) {
     if (!dlc_op_in_place(op))
         return NULL;
-    for (int j = 0; j < op->nin - op->nparams; j++) {
+    int hosts = op->kind == DLC_OP_CLIP_SCALE ? 1 : op->nin - op->nparams;
+    for (int j = 0; j < hosts; j++) {
         intptr_t at = (intptr_t)dlc_map_get(index, op->in[j]->name);
         Interval *u = at ? &all[at - 1] : NULL;
         if (u && !u->kept && u->last == i && u->size == res->size &&
@@ -229,7 +231,10 @@ const DlcOp *dlc_param_update(const DlcNetwork *net, const DlcValue *p) {
 
 const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p) {
     const DlcOp *op = dlc_param_update(net, p);
-    return op && !dlc_op_is_dense_update(op->kind) ? op->in[0] : NULL;
+    if (!op || dlc_op_is_dense_update(op->kind))
+        return NULL;
+    const DlcValue *g = op->in[0];
+    return g->kind == DLC_VAL_OP && g->def->kind == DLC_OP_CLIP_SCALE ? g->def->in[0] : g;
 }
 
 int dlc_plan_last_use(const DlcMemPlan *plan, const DlcValue *v) {

@@ -50,9 +50,10 @@ int64_t dlc_plan_offset(const DlcMemPlan *plan, const DlcValue *v);
  * its weight update (or its param_grad, before the optimizer pass); NULL
  * for buffers and for networks without a backward pass. */
 const DlcOp *dlc_param_update(const DlcNetwork *net, const DlcValue *p);
-/* The gradient that op consumes: its first operand; NULL also for a
- * dense_sgd_update or dense_adam_update, which compute the gradient
- * themselves. */
+/* The gradient of p that its update consumes: the update's first operand,
+ * or where that is the gradient clipped (clip_scale), the gradient before
+ * clipping; NULL also for a dense_sgd_update or dense_adam_update, which
+ * compute the gradient themselves. */
 const DlcValue *dlc_param_gradient(const DlcNetwork *net, const DlcValue *p);
 
 #endif /* DLC_PLAN_MEMORY_H */

@@ -806,6 +806,7 @@ typedef struct DlrtModel {
     double gamma, min_lr;      /* step: the decay; cosine: the floor */
     int64_t warmup;            /* epochs of linear warm-up */
     const char *optimizer;     /* for messages: "sgd(lr=0.01, momentum=0.9)" */
+    double clip;               /* the gradients' largest total norm (clip; 0: none) */
     /* the activations' memory plan (NAME_ARENA_*, NAME_NAIVE_*, NAME_LOWER_BOUND_*) */
     DlrtPlanSize arena, naive, lower_bound;
     /* the generated API */
@@ -818,6 +819,10 @@ typedef struct DlrtModel {
     DlrtStatus (*freeze)(void *net, DlrtError *err);
     DlrtStatus (*train_step)(void *net, int64_t n, const float *x, const int32_t *labels,
                              float lr, float *loss, DlrtError *err);
+    /* NAME_set_clip: the gradients' largest norm for the steps that follow
+       (0: no clipping); NULL where the network was compiled without
+       clipping (no clip in its train section) */
+    void (*set_clip)(void *net, double clip);
     DlrtStatus (*save)(const void *net, const char *path, const DlrtMeta *extra, int nextra,
                        DlrtError *err);
     DlrtStatus (*load)(void *net, const char *path, DlrtMeta **meta, int *nmeta,

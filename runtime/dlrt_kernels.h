@@ -240,7 +240,7 @@ void DLRT_K(dlrt_copy_rows_relu_grad)(int64_t outer, int64_t len, const DLRT_REA
                                       const DLRT_REAL *relu_y, int64_t relu_stride,
                                       int64_t relu_offset, DLRT_REAL *dst);
 
-/* ---- update.inc: SGD and Adam -------------------------------------------- */
+/* ---- update.inc: SGD and Adam, gradient clipping --------------------------- */
 
 /* The updates of torch.optim.SGD and torch.optim.Adam for one parameter of
  * count values, in place.  g is the gradient (left unchanged);
@@ -271,6 +271,16 @@ void DLRT_K(dlrt_dense_adam_update)(int64_t n, int64_t in, int64_t out, const DL
                                     DLRT_REAL beta1, DLRT_REAL beta2, DLRT_REAL eps,
                                     DLRT_REAL weight_decay, DLRT_REAL *p, DLRT_REAL *exp_avg,
                                     DLRT_REAL *exp_avg_sq);
+/* Gradient clipping by total norm (torch.nn.utils.clip_grad_norm_, the
+ * IR's clip_norm and clip_scale).  dlrt_sum_squares: the sum of g^2 over
+ * count values, in double (the same bits for any thread count).
+ * dlrt_clip_coefficient: from the sum over every gradient, what each is
+ * multiplied by, min(max_norm / (sqrt(sum) + 1e-6), 1) rounded as PyTorch
+ * rounds it; 1 for max_norm 0 (no clipping), NaN for a NaN sum.
+ * dlrt_clip_scale: out = g * coef; out may be g. */
+double DLRT_K(dlrt_sum_squares)(int64_t count, const DLRT_REAL *g);
+DLRT_REAL DLRT_K(dlrt_clip_coefficient)(double sum_squares, DLRT_REAL max_norm);
+void DLRT_K(dlrt_clip_scale)(int64_t count, const DLRT_REAL *g, DLRT_REAL coef, DLRT_REAL *out);
 
 /* ---- loss.inc: losses and accuracy --------------------------------------- */
 

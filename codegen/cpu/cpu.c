@@ -52,6 +52,9 @@ typedef struct Cpu {
     DlcCtx *ctx;
     const DlcModule *m;
     const DlcNetwork *infer, *train;
+    const DlcValue *clip;   /* the training step's largest gradient norm (the
+                               scalar input its clip_norm reads), which lives in
+                               net->clip (NAME_set_clip); NULL without clipping */
     const char *prefix;     /* lenet5: functions are lenet5_forward, ... */
     char type[128];         /* Lenet5 */
     char upper[128];        /* LENET5 */
@@ -121,6 +124,23 @@ static int64_t gradient_copy_offset(const Cpu *cpu, const DlcValue *p) {
     return (intptr_t)dlc_map_get(&cpu->grad_off, p->name) - 1;
 }
 
+/* The scalar input of the training step's clip_norm (the largest norm of
+ * its gradients), or NULL where the step does not clip them. */
+static const DlcValue *clip_input(const DlcNetwork *train) {
+    for (int i = 0; train && i < train->nops; i++)
+        if (train->ops[i]->kind == DLC_OP_CLIP_NORM)
+            return train->ops[i]->in[train->ops[i]->nin - 1];
+    return NULL;
+}
+
+/* The train section's clip, the largest norm a network starts with (0,
+ * no clipping, where it has none). */
+static double clip_default(const Cpu *cpu) {
+    const DlcTrain *tr = dlc_module_find_train(cpu->m, cpu->infer->name);
+    const DlcCfg *v = tr ? dlc_train_get(tr, "clip") : NULL;
+    return !v ? 0 : v->kind == DLC_CFG_INT ? (double)v->i : v->f;
+}
+
 /* The plan figures of the activation block, which both networks share:
  * the larger of the two in each part. */
 typedef struct Figures {
@@ -145,7 +165,8 @@ static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
                                 (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1));
     case DLC_VAL_INPUT:
         if (!v->type.batched)
-            return v->type.dtype == DLC_I32 ? "net->step" : ident(cpu, v->name);
+            return v->type.dtype == DLC_I32 ? "net->step" : v == cpu->clip ? "net->clip"
+                                                                           : ident(cpu, v->name);
         return ident(cpu, v->name);
     case DLC_VAL_OP: {
         int64_t off = dlc_plan_offset(plan, v);
@@ -322,11 +343,29 @@ static const char *op_row(Cpu *cpu, const DlcOp *op, const char *fname) {
     return lit;
 }
 
-/* The step without updates (NAME_gradients) copies the gradient that
- * update op would consume; dense_sgd_update and dense_adam_update compute
- * it there. */
-static void put_gradient_copy(Cpu *cpu, Out *o, const DlcOp *op, const DlcMemPlan *plan) {
-    const DlcValue *p = op->in[op->nin - op->nparams];
+/* The update (or param_grad) whose parameter's gradient dies at op, which
+ * the step without updates (NAME_gradients) copies out there, as op's first
+ * operand: op itself for param_grad and for an update of a gradient that
+ * is not clipped; for clip_scale, the update that reads its result (the
+ * gradient is copied before clipping, which that step skips); else NULL. */
+static const DlcOp *gradient_dies_at(const DlcNetwork *net, const DlcOp *op) {
+    if (op->kind == DLC_OP_CLIP_SCALE) {
+        for (int i = 0; i < net->nops; i++)
+            if (dlc_op_is_update(net->ops[i]->kind) && net->ops[i]->in[0] == op->out[0])
+                return net->ops[i];
+        return NULL;
+    }
+    const DlcValue *g = op->nin ? op->in[0] : NULL;
+    bool clipped = g && g->kind == DLC_VAL_OP && g->def->kind == DLC_OP_CLIP_SCALE;
+    return op->kind == DLC_OP_PARAM_GRAD || (dlc_op_is_update(op->kind) && !clipped) ? op : NULL;
+}
+
+/* The step without updates copies the gradient that op reads (as its
+ * first operand) for the parameter of update `up`; dense_sgd_update and
+ * dense_adam_update compute it there. */
+static void put_gradient_copy(Cpu *cpu, Out *o, const DlcOp *op, const DlcOp *up,
+                              const DlcMemPlan *plan) {
+    const DlcValue *p = up->in[up->nin - up->nparams];
     long long off = (long long)gradient_copy_offset(cpu, p);
     if (dlc_op_is_dense_update(op->kind))
         put(o, "dlrt_dense_backward_weight%s(n, %lld, %lld, %s, %s, net->grads + %lld);\n", cpu->k,
@@ -360,7 +399,7 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         const DlcValue *v = net->inputs[i];
         if (v->type.batched)
             put(o, ", const %s *restrict %s", ctype(cpu, v), ident(cpu, v->name));
-        else if (v->type.dtype != DLC_I32)
+        else if (v->type.dtype != DLC_I32 && v != cpu->clip)
             put(o, ", %s %s", ctype(cpu, v), ident(cpu, v->name));
     }
     put(o, ") {\n");
@@ -369,12 +408,15 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     else { /* a network that returns its inputs: nothing to run */
         put(o, "    (void)net;\n    (void)n;\n%s", train ? "    (void)update;\n" : "");
         for (int i = 0; i < net->ninputs; i++)
-            if (net->inputs[i]->type.batched || net->inputs[i]->type.dtype != DLC_I32)
+            if (net->inputs[i]->type.batched ||
+                (net->inputs[i]->type.dtype != DLC_I32 && net->inputs[i] != cpu->clip))
                 put(o, "    (void)%s;\n", ident(cpu, net->inputs[i]->name));
     }
     for (int i = 0; i < net->nops; i++) {
         const DlcOp *op = net->ops[i];
-        put(o, "    %s%s(n", dlc_op_is_update(op->kind) ? "if (update)\n        " : "", fn[i].name);
+        /* clipping belongs to the update: the step without it skips both */
+        bool in_update = dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind);
+        put(o, "    %s%s(n", in_update ? "if (update)\n        " : "", fn[i].name);
         for (int j = 0; j < op->nin; j++)
             put(o, ", %s", where(cpu, plan, op->in[j]));
         for (int r = 0; r < op->nout; r++)
@@ -396,9 +438,10 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
             put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
         put(o, ");\n");
         /* the gradient dies here: NAME_gradients keeps a copy */
-        if (dlc_op_is_update(op->kind) || op->kind == DLC_OP_PARAM_GRAD) {
+        const DlcOp *up = gradient_dies_at(net, op);
+        if (up) {
             put(o, op->kind == DLC_OP_PARAM_GRAD ? "    if (!update)\n        " : "    else\n        ");
-            put_gradient_copy(cpu, o, op, plan);
+            put_gradient_copy(cpu, o, op, up, plan);
         }
         put(o, "    LAP(%d);\n", first_row + i);
     }
@@ -572,6 +615,13 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
     put(o, "/* Training steps taken (Adam's count, saved in checkpoints), and setting\n"
            " * it, for a copy of the network kept elsewhere (on a GPU). */\n"
            "int32_t %s_step(const %s *net);\nvoid %s_set_step(%s *net, int32_t step);\n", p, T, p, T);
+    if (cpu->clip)
+        put(o, "/* Gradient clipping: the largest total norm of the gradients, to which\n"
+               " * each training step scales them down before its update (as\n"
+               " * torch.nn.utils.clip_grad_norm_); the train section's clip (%g) when\n"
+               " * created.  0 turns clipping off. */\n"
+               "%s %s_clip(const %s *net);\nvoid %s_set_clip(%s *net, %s clip);\n",
+            clip_default(cpu), cpu->real, p, T, p, T, cpu->real);
 }
 
 /* ---- the API functions --------------------------------------------------- */
@@ -603,7 +653,7 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
             k == 0 ? "true" : "false");
         for (int i = 0; i < tn->ninputs; i++) {
             const DlcValue *v = tn->inputs[i];
-            if (v->type.batched || v->type.dtype != DLC_I32)
+            if (v->type.batched || (v->type.dtype != DLC_I32 && v != cpu->clip))
                 put(o, ", %s", v->type.batched ? ident(cpu, v->name) : k == 0 ? "lr" : "0");
         }
         put(o, ");\n    *loss = %s[0];\n    return DLRT_OK;\n}\n\n", where(cpu, st, tn->outputs[0]));
@@ -667,6 +717,10 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     put(o, "};\n\n");
     put(o, "int32_t %s_step(const %s *net) { return net->step; }\n"
            "void %s_set_step(%s *net, int32_t step) { net->step = step; }\n\n", p, T, p, T);
+    if (cpu->clip)
+        put(o, "%s %s_clip(const %s *net) { return net->clip; }\n"
+               "void %s_set_clip(%s *net, %s clip) { net->clip = clip; }\n\n",
+            cpu->real, p, T, p, T, cpu->real);
     put(o, "static DlrtTensor tensor_at(const %s *net, int i) {\n"
            "    DlrtTensor t = {TENSORS[i].name, %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
            "    for (int d = 0; d < t.rank; d++)\n        t.dims[d] = TENSORS[i].dims[d];\n"
@@ -700,6 +754,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "        else\n            dlrt_init_constant%s(t.data, count, TENSORS[i].init == %d ? 1 : 0);\n"
            "    }\n"
            "    net->profile = dlrt_profile_open(\"DLRT_PROFILE\", %d, OP_ROWS);\n"
+           "%s"
            "    *out = net;\n    return DLRT_OK;\n}\n\n",
         p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
         cpu->nparams, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k,
@@ -709,7 +764,10 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
                                (int)DLC_INIT_NORMAL, cpu->k)
             : "",
         cpu->k, (int)DLC_INIT_ONES,
-        cpu->nop_rows);
+        cpu->nop_rows,
+        cpu->clip ? dlc_arena_printf(&cpu->arena, "    net->clip = (%s)%.17g;\n", cpu->real,
+                                     clip_default(cpu))
+                  : "");
     put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
            "    dlrt_profile_close(net->profile); /* prints it */\n"
            "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net->grads);\n"
@@ -955,6 +1013,9 @@ static void put_model(Cpu *cpu, Out *o) {
            "                                   float lr, float *loss, DlrtError *err) {\n");
     put_call_with_ids(cpu, o, dlc_arena_printf(&cpu->arena, "%s_train_step(net, n, x, labels, lr, loss, err)", p));
     put(o, "}\n");
+    if (cpu->clip)
+        put(o, "static void model_set_clip(void *net, double clip) { %s_set_clip(net, (float)clip); }\n",
+            p);
     put(o, "static DlrtStatus model_save(const void *net, const char *path, const DlrtMeta *extra,\n"
            "                             int nextra, DlrtError *err) {\n"
            "    return %s_save_with(net, path, extra, nextra, err);\n}\n", p);
@@ -1023,6 +1084,8 @@ static void put_model(Cpu *cpu, Out *o) {
         sched ? sched->s : "constant", (long long)cfg_num(every, 0), cfg_num(gamma, 0.1),
         cfg_num(min_lr, 0), (long long)cfg_num(tr ? dlc_train_get(tr, "warmup") : NULL, 0));
     put_cstring(o, optimizer);
+    if (cpu->clip)
+        put(o, ",\n    .clip = %.17g,\n    .set_clip = model_set_clip", clip_default(cpu));
     put(o, ",\n    .arena = {%s_ARENA_PER_SAMPLE, %s_ARENA_FIXED},\n"
            "    .naive = {%s_NAIVE_PER_SAMPLE, %s_NAIVE_FIXED},\n"
            "    .lower_bound = {%s_LOWER_BOUND_PER_SAMPLE, %s_LOWER_BOUND_FIXED}",
@@ -1056,6 +1119,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     char train_name[512];
     snprintf(train_name, sizeof train_name, "%s.train", net->name);
     cpu.train = dlc_module_find_network(m, train_name);
+    cpu.clip = clip_input(cpu.train);
     const char *pre = cpu.prefix;
     snprintf(cpu.type, sizeof cpu.type, "%c%s", pre[0] >= 'a' && pre[0] <= 'z' ? pre[0] - 'a' + 'A'
                                                                               : pre[0], pre + 1);
@@ -1111,8 +1175,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             "    int threads;   /* the kernels' threads at most (dlrt_threads() when created) */\n"
             "    int32_t step;  /* training steps taken, for Adam */\n"
             "    uint64_t seed; /* of the initialization, and of dropout's masks */\n"
-            "    DlrtProfile *profile; /* DLRT_PROFILE=1: each op's time (OP_ROWS), or NULL */\n};\n",
-        cpu.type, cpu.real, cpu.real, cpu.real, cpu.real, cpu.real);
+            "    DlrtProfile *profile; /* DLRT_PROFILE=1: each op's time (OP_ROWS), or NULL */\n%s};\n",
+        cpu.type, cpu.real, cpu.real, cpu.real, cpu.real, cpu.real,
+        cpu.clip ? dlc_arena_printf(&cpu.arena, "    %s clip;    /* the gradients' largest norm (NAME_set_clip) */\n",
+                                    cpu.real)
+                 : "");
     put(&c, "\n/* DLRT_PROFILE=1: the time since the last lap, added to row K of the\n"
             " * profile (OP_ROWS); run_infer and run_train lap after each op. */\n"
             "#define LAP(K) (net->profile ? (void)(lap = dlrt_profile_lap(net->profile, (K), lap)) : (void)0)\n");

@@ -1,10 +1,11 @@
 /* emit_update.c — the C of the weight updates the optimizer pass appends:
  * SGD (momentum, Nesterov, weight decay) and Adam, each also in the form
  * the fuse pass makes with a dense layer's weight gradient, which it then
- * computes itself and never stores; and param_grad, a gradient that no
- * update consumes.  An update changes its parameter and state in place.
- * The step without updates (NAME_gradients) copies each gradient out
- * instead, which cpu.c writes beside the call. */
+ * computes itself and never stores; param_grad, a gradient that no
+ * update consumes; and gradient clipping before the updates (clip_norm,
+ * clip_scale).  An update changes its parameter and state in place.
+ * The step without updates (NAME_gradients) skips clipping too, and copies
+ * each gradient out instead, which cpu.c writes beside the call. */
 #include "emit.h"
 
 #define put dlc_cpu_put
@@ -52,4 +53,20 @@ void dlc_cpu_emit_dense_adam_update(Emit *e, Out *o, const DlcOp *op) {
  * gradient; only NAME_gradients keeps it */
 void dlc_cpu_emit_param_grad(Emit *e, Out *o, const DlcOp *op) {
     (void)e, (void)o, (void)op;
+}
+
+/* (g1, ..., gk, clip) -> coefficient: each gradient's sum of squares in
+ * double, added in operand order */
+void dlc_cpu_emit_clip_norm(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    put(o, "    double sum = 0;\n");
+    for (int i = 0; i < op->nin - 1; i++)
+        put(o, "    sum += dlrt_sum_squares(%lld, a%d);\n", (long long)dlc_cpu_numel(op->in[i]), i);
+    put(o, "    r0[0] = dlrt_clip_coefficient(sum, a%d);\n", op->nin - 1);
+}
+
+/* (g, coefficient) -> g * coefficient, possibly over g */
+void dlc_cpu_emit_clip_scale(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    put(o, "    dlrt_clip_scale(%lld, a0, a1[0], r0);\n", (long long)dlc_cpu_numel(op->in[0]));
 }

@@ -10,7 +10,7 @@
  *   emit_norm.c         batch norm, channel sums, LRN, softmax
  *   emit_loss.c         cross_entropy, mse and their gradients
  *   emit_gemm.c         conv2d, dense and their gradients: tiled products
- *   emit_update.c       sgd_update, adam_update, param_grad
+ *   emit_update.c       sgd_update, adam_update, param_grad, clip_norm, clip_scale
  *
  * Every kernel is made with kb.h; kernels.c dispatches to nv_emit_x. */
 #ifndef DLC_NVPTX_EMIT_H

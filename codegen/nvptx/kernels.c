@@ -39,8 +39,9 @@ static const NvEmitter emitters[DLC_OP_COUNT] = {
 
 bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
     const char *name = dlc_op_info(op->kind)->name;
-    if (op->nin + op->nout > NV_MAX_PTRS) {
-        /* a kernel's pointer arguments: an add or concat of many operands */
+    if (op->nin + op->nout > NV_MAX_PTRS && op->kind != DLC_OP_CLIP_NORM) {
+        /* a kernel's pointer arguments: an add or concat of many operands
+           (clip_norm reads its operands a kernel each) */
         dlc_error(nk->ctx, op->loc, "nvptx: %s with %d operands has no GPU kernel (at most %d)",
                   name, op->nin, NV_MAX_PTRS - op->nout);
         return false;

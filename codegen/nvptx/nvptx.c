@@ -253,8 +253,9 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
         int index = 0;
         while (net->ops[index] != op)
             index++;
-        put(o, "    %s{ /* %s */\n", dlc_op_is_update(op->kind) ? "if (update) " : "",
-            dlc_op_info(op->kind)->name);
+        /* clipping belongs to the update: the step without it skips both */
+        bool in_update = dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind);
+        put(o, "    %s{ /* %s */\n", in_update ? "if (update) " : "", dlc_op_info(op->kind)->name);
         for (int i = 0; i < l->nptrs; i++) {
             int s = l->ptrs[i];
             const char *at = s == NV_WORKSPACE ? "net->work"
@@ -268,6 +269,8 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
                 put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
             else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
                 put(o, "        int32_t s%d = net->step;\n", i);
+            else if (op->kind == DLC_OP_CLIP_NORM) /* its largest norm, kept by the host's network */
+                put(o, "        float s%d = %s_clip(net->host);\n", i, g->infer->name);
             else
                 put(o, "        float s%d = lr;\n", i);
         }
@@ -539,6 +542,12 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "    if (!st) st = %s_load_with(net->host, path, meta, nmeta, err);\n"
         "    if (!st) {\n        net->step = %s_step(net->host);\n        st = upload_params(net, err);\n    }\n"
         "    return st;\n}\n\n", p, p, p, p, p, p, p, p);
+    bool clip = false; /* the step clips its gradients: their largest norm is the host's */
+    for (int i = 0; tn && i < tn->nops; i++)
+        clip |= tn->ops[i]->kind == DLC_OP_CLIP_NORM;
+    if (clip)
+        put(&o, "static void cuda_set_clip(void *v, double clip) {\n"
+                "    %sCuda *net = v;\n    %s_set_clip(net->host, (float)clip);\n}\n\n", p, p);
     put(&o,
         "static DlrtModel table;\n"
         "const DlrtModel *%s_cuda_model(void) {\n"
@@ -555,6 +564,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
     if (tn && loss)
         put(&o, "        table.train_step = cuda_train_step;\n        table.gradients = cuda_gradients;\n"
                 "        table.gradient = cuda_gradient;\n");
+    if (clip)
+        put(&o, "        table.set_clip = cuda_set_clip;\n");
     put(&o, "    }\n    return &table;\n}\n");
     fclose(o.f);
     char path[4200];

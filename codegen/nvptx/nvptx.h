@@ -14,8 +14,10 @@
 #include "kb.h"
 
 /* Where a launch's pointer arguments come from: operand i of the op (i),
- * result r (NV_RESULT + r), or the network's scratch memory. */
-enum { NV_RESULT = 100, NV_WORKSPACE = 200 };
+ * result r (NV_RESULT + r), or the network's scratch memory.  Operands
+ * may number hundreds: clip_norm reads every gradient of a network, one
+ * kernel each. */
+enum { NV_RESULT = 1 << 16, NV_WORKSPACE = 1 << 17 };
 /* Its scalar arguments, after the pointers: the batch n (i32), the op's
  * seed for random numbers (i64), or a scalar operand i such as the
  * learning rate or the step (NV_SCALAR + i, of the operand's type). */

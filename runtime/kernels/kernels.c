@@ -21,7 +21,7 @@
  *   pool.inc         max, average and global average pooling
  *   norm.inc         softmax, local response and batch normalization
  *   copy.inc         rows copied between buffers (concat, slice)
- *   update.inc       the SGD and Adam updates
+ *   update.inc       the SGD and Adam updates, gradient clipping
  *   loss.inc         cross-entropy, MSE, accuracy
  *   embedding.inc    token ids to their rows of a weight, and its gradient
  * families.inc includes them in that order, and this file includes it once

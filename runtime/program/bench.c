@@ -75,6 +75,7 @@ static bool prepare(Bench *b) {
         fprintf(stderr, "%s: %s\n", m->name, b->err.message);
         return false;
     }
+    dlrt_apply_clip(m, b->net, b->o);
     DlrtRng rng;
     dlrt_rng_seed(&rng, b->o->seed);
     dlrt_random_batch(m, &rng, b->pool * batch, b->x, NULL, b->y);

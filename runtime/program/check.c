@@ -193,6 +193,8 @@ static bool create_nets(Check *c) {
     if (c->gpu->create(&c->gpu_net, o->batch, o->seed, &c->err) != DLRT_OK ||
         c->cpu->create(&c->cpu_net, o->batch, o->seed, &c->err) != DLRT_OK)
         return fail(c, c->err.message);
+    dlrt_apply_clip(c->gpu, c->gpu_net, o);
+    dlrt_apply_clip(c->cpu, c->cpu_net, o);
     if (o->weights && (c->cpu->load(c->cpu_net, o->weights, NULL, NULL, &c->err) != DLRT_OK ||
                        c->gpu->load(c->gpu_net, o->weights, NULL, NULL, &c->err) != DLRT_OK))
         return fail(c, c->err.message);

@@ -1,13 +1,13 @@
 /* program.c — the command line of a generated program.
  *
- *   ./lenet5 train [--data DIR] [--epochs N] [--batch N] [--lr X] [--seed N] [--limit N]
- *                  [--save FILE] [--resume FILE] [--log FILE.csv]
+ *   ./lenet5 train [--data DIR] [--epochs N] [--batch N] [--lr X] [--clip X] [--seed N]
+ *                  [--limit N] [--save FILE] [--resume FILE] [--log FILE.csv]
  *   ./lenet5 eval --weights FILE [--data DIR] [--batch N]
  *   ./lenet5 predict --weights FILE [--batch N] INPUT...
- *   ./lenet5 bench [--mode train|infer] [--batch N] [--iters N] [--warmup N]
+ *   ./lenet5 bench [--mode train|infer] [--batch N] [--iters N] [--warmup N] [--lr X] [--clip X]
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
  *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
- *                  [--lr X]
+ *                  [--lr X] [--clip X]
  *   ./lenet5 info [--batch N]
  *   every command: [--device cpu|cuda] [--threads N] [--report FILE.json]
  *
@@ -71,6 +71,8 @@ static int info(const DlrtModel *m, const Options *o) {
         printf("%lld classes\n\nlayers:\n%s\n", (long long)m->classes, m->layers);
     printf("trainable parameters: %lld\n", (long long)m->trainable);
     printf("optimizer: %s\n", m->optimizer);
+    if (m->set_clip)
+        printf("gradient clipping: to a total norm of %g (--clip)\n", m->clip);
     /* what the table says, without opening the GPU */
     if (strcmp(dlrt_device_name(m), "cpu") != 0)
         printf("device: %s\n", dlrt_device_name(m));
@@ -117,7 +119,8 @@ static const struct {
 } flags[] = {
     {"--batch", EVERY}, {"--threads", EVERY}, {"--report", EVERY}, {"--device", EVERY},
     {"--data", TRAIN | EVAL | CHECK}, {"--epochs", TRAIN}, {"--limit", TRAIN},
-    {"--lr", TRAIN | BENCH | CHECK}, {"--seed", TRAIN | BENCH | GRADCHECK | CHECK | SAMPLE},
+    {"--lr", TRAIN | BENCH | CHECK}, {"--clip", TRAIN | BENCH | CHECK},
+    {"--seed", TRAIN | BENCH | GRADCHECK | CHECK | SAMPLE},
     {"--save", TRAIN}, {"--resume", TRAIN}, {"--log", TRAIN},
     {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE}, {"--mode", BENCH},
     {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
@@ -131,6 +134,9 @@ static int64_t default_threads(void) {
 }
 
 static int usage(const DlrtModel *m, FILE *out) {
+    char clip[96] = "; this network was compiled without clipping";
+    if (m->set_clip)
+        snprintf(clip, sizeof clip, " (%g; 0: none)", m->clip);
     fprintf(out,
             "usage: %s COMMAND [options]\n"
             "\n"
@@ -162,6 +168,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --epochs N         passes over the training data (%lld); with --resume, more\n"
             "  --limit N          train on the first N samples of the train split only\n"
             "  --lr X             learning rate (%g)\n"
+            "  --clip X           scale the gradients down to a total norm of X before each\n"
+            "                     update%s\n"
             "  --seed N           seed of initialization and shuffling (%llu)\n"
             "  --save FILE        write the weights and optimizer state after every epoch\n"
             "  --resume FILE      go on from a checkpoint, at the epoch it records\n"
@@ -176,6 +184,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --iters N          timed iterations (100)\n"
             "  --warmup N         untimed iterations before them (10)\n"
             "  --lr X, --seed N   as for train; the seed also draws the random data\n"
+            "  --clip X           as for train\n"
             "\n"
             "gradcheck:\n"
             "  --batch N          samples in the random batch (%d)\n"
@@ -189,7 +198,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "                     with the seed (without a dataset: random data)\n"
             "  --seed N           seed of the weights, the shuffle or the random data\n"
             "  --weights FILE     start from these weights instead of fresh ones\n"
-            "  --lr X             the learning rate of the training step\n"
+            "  --lr X, --clip X   the learning rate and gradient clipping of the training step\n"
             "  --tolerance X      the largest relative error that passes (%g)\n"
             "\n"
             "sample (a language model):\n"
@@ -203,7 +212,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             (long long)m->batch, MAX_THREADS,
             (long long)default_threads(), m->data || m->text ? " (" : "",
             m->data ? m->data : m->text ? m->text : "", m->data || m->text ? ")" : "",
-            (long long)m->epochs, m->lr, (unsigned long long)m->seed,
+            (long long)m->epochs, m->lr, clip, (unsigned long long)m->seed,
             DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
     return out == stdout ? 0 : 2;
 }
@@ -288,6 +297,19 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
             fprintf(stderr, "%s: --lr must be a positive number, not '%s'\n", m->name, value);
             return false;
         }
+    } else if (strcmp(flag, "--clip") == 0) {
+        char *end;
+        o->clip = strtod(value, &end);
+        if (*end || end == value || !(o->clip >= 0) || !isfinite(o->clip)) {
+            fprintf(stderr, "%s: --clip must be a number of 0 or more (0: no clipping), not '%s'\n",
+                    m->name, value);
+            return false;
+        }
+        if (o->clip > 0 && !m->set_clip) {
+            fprintf(stderr, "%s: --clip: this network was compiled without gradient clipping; give "
+                    "its train section a clip (clip = %s) to clip at run time\n", m->name, value);
+            return false;
+        }
     }
     return true;
 }
@@ -314,7 +336,7 @@ static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char 
                          Options *o) {
     *o = (Options){.device = "cpu", .data = m->data ? m->data : m->text, .epochs = m->epochs,
                    .prime = "\n", .length = 400, .temperature = 1,
-                   .batch = m->batch, .lr = m->lr, .seed = m->seed, .mode = "train",
+                   .batch = m->batch, .lr = m->lr, .clip = m->clip, .seed = m->seed, .mode = "train",
                    .iters = 100, .warmup = 10, .threads = default_threads(),
                    .tolerance = cmd->bit == CHECK ? DLRT_CHECK_TOLERANCE : 1e-3};
     o->inputs = malloc((size_t)argc * sizeof *o->inputs);
@@ -368,6 +390,11 @@ static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char 
 
 const char *dlrt_device_name(const DlrtModel *m) {
     return m->device ? m->device : "cpu";
+}
+
+void dlrt_apply_clip(const DlrtModel *m, void *net, const Options *o) {
+    if (m->set_clip)
+        m->set_clip(net, o->clip);
 }
 
 static long long peak_rss_bytes(void) {

@@ -37,6 +37,8 @@ typedef struct Options {
     int64_t iters, warmup;     /* bench: timed and untimed iterations */
     int64_t threads;           /* for dlrt_set_threads */
     double lr;                 /* train, bench: before the schedule */
+    double clip;               /* train, bench, check: the gradients' largest norm
+                                  (0: no clipping) */
     uint64_t seed;             /* train, bench */
     bool seed_given;           /* --seed was on the command line */
     bool batch_given;          /* --batch was; without it, gradcheck's batch is
@@ -80,6 +82,8 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r);
 /* The device a table runs on: its `device`, or "cpu" when that is NULL (a
  * CPU table that does not say). */
 const char *dlrt_device_name(const DlrtModel *m);
+/* Gives a network just created by m the --clip of o (where m clips). */
+void dlrt_apply_clip(const DlrtModel *m, void *net, const Options *o);
 
 /* train.c: labels per sample, 1 or a language model's steps (outputs per
  * sample are that many times m->classes); and n random samples with their

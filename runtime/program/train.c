@@ -299,6 +299,7 @@ static bool start(Trainer *t) {
         fprintf(stderr, "%s: %s\n", m->name, t->err.message);
         return false;
     }
+    dlrt_apply_clip(m, t->net, o);
     if (o->resume && !resume(t))
         return false;
     /* a language model's text, in the vocabulary of the run it continues */

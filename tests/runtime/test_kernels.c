@@ -582,6 +582,90 @@ static void test_optimizers_random(Tally *t, DlrtRng *rng) {
     }
 }
 
+/* Gradient clipping by total norm: each gradient's sum of squares against
+ * a sum in long double, the coefficient against clip_grad_norm_'s formula
+ * in double (and its edge cases), the scaling bit for bit, and the three
+ * together: gradients whose norm is above the largest come out with that
+ * norm, those below it unchanged. */
+static void test_clip(Tally *t, DlrtRng *rng) {
+    enum { MAXCOUNT = 100003 };
+    float *g = falloc(MAXCOUNT), *out = falloc(MAXCOUNT);
+    fill_random(rng, g, NULL, MAXCOUNT);
+    for (int64_t i = 0; i < MAXCOUNT; i += 7)
+        g[i] *= 1000.0f; /* a wide range of magnitudes */
+    static const int64_t counts[] = {0, 1, 7, 8, 9, 15, 17, 1000, MAXCOUNT};
+    for (size_t ci = 0; ci < sizeof counts / sizeof *counts; ci++) {
+        int64_t count = counts[ci];
+        long double want = 0;
+        for (int64_t i = 0; i < count; i++)
+            want += (long double)g[i] * g[i];
+        double got = dlrt_sum_squares(count, g);
+        CHECK(t, count ? fabs(got - (double)want) <= 1e-14 * (double)want : got == 0);
+        double *gd = dalloc(count);
+        to_double(g, gd, count);
+        CHECK(t, dlrt_sum_squares_f64(count, gd) == got); /* the same sums in the same order */
+        free(gd);
+    }
+
+    /* the coefficient: clip / (norm + 1e-6), at most 1; 1 without clipping */
+    static const struct { double sum; float clip; } coefs[] = {
+        {4.0, 1.0f}, {1e6, 0.25f}, {2.5e-3, 5.0f}, {1e-20, 1e-9f}, {123.456, 11.0f}};
+    for (size_t k = 0; k < sizeof coefs / sizeof *coefs; k++) {
+        double want = coefs[k].clip / (sqrt(coefs[k].sum) + 1e-6);
+        float got = dlrt_clip_coefficient(coefs[k].sum, coefs[k].clip);
+        CHECK(t, want >= 1 ? got == 1.0f : fabs(got - want) <= 2e-7 * want);
+        /* PyTorch's roundings: the reciprocal of the norm plus 1e-6, times clip */
+        float norm = (float)sqrt(coefs[k].sum), torch = 1.0f / (norm + 1e-6f) * coefs[k].clip;
+        CHECK(t, got == (torch > 1 ? 1.0f : torch));
+        double got64 = dlrt_clip_coefficient_f64(coefs[k].sum, coefs[k].clip);
+        CHECK(t, want >= 1 ? got64 == 1.0 : fabs(got64 - want) <= 1e-15 * want);
+    }
+    CHECK(t, dlrt_clip_coefficient(1e6, 0.0f) == 1.0f);       /* clip 0: no clipping */
+    CHECK(t, dlrt_clip_coefficient(1e6, -1.0f) == 1.0f);
+    CHECK(t, dlrt_clip_coefficient(0.0, 0.5f) == 1.0f);       /* zero gradients */
+    CHECK(t, dlrt_clip_coefficient(INFINITY, 0.5f) == 0.0f);  /* as clamp(0.5 / inf) */
+    CHECK(t, isnan(dlrt_clip_coefficient(NAN, 0.5f)));        /* clamp keeps a NaN */
+
+    /* the scaling, out of place and in place; a coefficient of 1 copies */
+    int64_t count = 1000;
+    float c = 0.3f;
+    dlrt_clip_scale(count, g, c, out);
+    bool exact = true;
+    for (int64_t i = 0; i < count; i++)
+        exact &= out[i] == (float)((double)g[i] * (double)c); /* one rounding */
+    CHECK(t, exact);
+    float *held = falloc(count);
+    memcpy(held, g, sizeof *held * (size_t)count);
+    dlrt_clip_scale(count, held, c, held);
+    CHECK(t, memcmp(held, out, sizeof *out * (size_t)count) == 0);
+    memcpy(held, g, sizeof *held * (size_t)count);
+    dlrt_clip_scale(count, held, 1.0f, held);
+    CHECK(t, memcmp(held, g, sizeof *g * (size_t)count) == 0);
+    dlrt_clip_scale(count, g, 1.0f, out);
+    CHECK(t, memcmp(out, g, sizeof *g * (size_t)count) == 0);
+
+    /* three gradients clipped together to norms 0.5 and 1e9 (no clipping) */
+    static const int64_t sizes[3] = {3, 1000, 77};
+    for (int k = 0; k < 2; k++) {
+        float clip = k == 0 ? 0.5f : 1e9f;
+        double sum = 0, before = 0;
+        const float *grads[3] = {g, g + 3, g + 1003};
+        for (int i = 0; i < 3; i++)
+            sum += dlrt_sum_squares(sizes[i], grads[i]);
+        float coef = dlrt_clip_coefficient(sum, clip);
+        double after = 0;
+        for (int i = 0; i < 3; i++) {
+            dlrt_clip_scale(sizes[i], grads[i], coef, out);
+            for (int64_t j = 0; j < sizes[i]; j++) {
+                after += (double)out[j] * out[j];
+                before += (double)grads[i][j] * grads[i][j];
+            }
+        }
+        CHECK(t, k == 0 ? fabs(sqrt(after) - 0.5) <= 1e-6 : after == before);
+    }
+    free(held), free(g), free(out);
+}
+
 /* dlrt_dense_sgd_update against dlrt_dense_backward_weight and then
  * dlrt_sgd_update, over a few steps: at batch 1 the same values; at larger
  * batches within float rounding (the sums are reassociated).  The shapes
@@ -2159,6 +2243,7 @@ static int run_unit_tests(void) {
     test_optimizers_random(&t, &rng);
     test_dense_sgd_update(&t, &rng);
     test_dense_adam_update(&t, &rng);
+    test_clip(&t, &rng);
     test_conv(&t, &rng);
     test_dense(&t, &rng);
     test_pool(&t, &rng);

@@ -8,9 +8,11 @@
  *   harness forward WEIGHTS INPUT N OUTPUT
  *       load WEIGHTS, run inference on N samples of INPUT (raw values of
  *       REAL), write N * OUT_SIZE of them to OUTPUT
- *   harness train WEIGHTS INPUT LABELS N LR STEPS RESULT
+ *   harness train WEIGHTS INPUT LABELS N LR STEPS RESULT [CLIP]
  *       load WEIGHTS, take STEPS training steps on the same batch, print
- *       each loss, save every parameter and buffer to RESULT
+ *       each loss, save every parameter and buffer to RESULT; CLIP sets
+ *       the largest norm of gradient clipping (NET_set_clip: needs -DCLIP
+ *       at compile time, for a network whose train section clips)
  *   harness gradients WEIGHTS INPUT LABELS N RESULT
  *       load WEIGHTS, compute the loss and every gradient on one batch
  *       without updating (NET_gradients), print the loss, save the gradient
@@ -177,12 +179,20 @@ int main(int argc, char **argv) {
         API(_free)(net);
         return 0;
     }
-    if (argc == 9 && strcmp(argv[1], "train") == 0) {
+    if ((argc == 9 || argc == 10) && strcmp(argv[1], "train") == 0) {
         long n = atol(argv[5]), steps = atol(argv[7]);
         REAL lr = (REAL)strtod(argv[6], NULL);
         NET_T *net;
         check(API(_create)(&net, n, 0, &err), &err);
         check(API(_load)(net, argv[2], &err), &err);
+        if (argc == 10) {
+#ifdef CLIP
+            API(_set_clip)(net, (REAL)strtod(argv[9], NULL));
+#else
+            fprintf(stderr, "harness: CLIP needs a harness compiled with -DCLIP\n");
+            return 2;
+#endif
+        }
         IN_T *x = read_all(argv[3], sizeof(IN_T) * (size_t)(n * IN_SIZE));
         int32_t *labels = read_all(argv[4], sizeof(int32_t) * (size_t)(n * LABELS));
         for (long s = 0; s < steps; s++) {

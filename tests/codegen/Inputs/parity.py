@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
-"""parity.py MODEL WORKDIR HARNESS: compares a dlc-generated network with the
-same network written in PyTorch, on the same weights and data.
+"""parity.py MODEL WORKDIR HARNESS [--clip X]: compares a dlc-generated
+network with the same network written in PyTorch, on the same weights and
+data.
 
   1. random weights (seeded) are written as a safetensors checkpoint under
      the IR's parameter names;
   2. forward: the harness's logits against PyTorch's, relative error < 1e-4;
-  3. training: STEPS steps of SGD with momentum 0.9 (the model's train
-     section) on one batch: each loss, and every parameter, running
-     statistic (batchnorm in training mode) and momentum buffer afterwards,
-     against torch.optim.SGD, relative error < 1e-4.
+  3. training: STEPS steps of the model's train section's optimizer (SGD
+     with momentum 0.9 for most; see MODELS) on one batch, with gradient
+     clipping by total norm where the train section has a clip
+     (torch.nn.utils.clip_grad_norm_ between backward and step): each loss,
+     and every parameter, running statistic (batchnorm in training mode)
+     and optimizer state (momentum buffer, Adam's moments) afterwards,
+     against torch.optim, relative error < 1e-4.  A line "step K clips" or
+     "step K does not clip" says whether clipping scaled the gradients.
+
+--clip X gives the harness (compiled with -DCLIP) and PyTorch another
+largest norm than the train section's, through NAME_set_clip.
 
 The relative error of a tensor is max|a - b| / max(max|b|, 1e-6).  Prints
 one line per check and 'N passed, N failed'."""
@@ -125,10 +133,39 @@ def bnnet(p, x, training=False):
     return F.linear(x, p["out.weight"], p["out.bias"])
 
 
+def clipnet_params():
+    return {"a.weight": (4, 1, 3, 3), "a.bias": (4,), "h.weight": (32, 784), "h.bias": (32,),
+            "out.weight": (10, 32), "out.bias": (10,)}
+
+
+def clipnet(p, x, training=False):
+    x = F.max_pool2d(F.relu(F.conv2d(x, p["a.weight"], p["a.bias"], padding=1)), 2)
+    x = F.relu(F.linear(x.flatten(1), p["h.weight"], p["h.bias"]))
+    return F.linear(x, p["out.weight"], p["out.bias"])
+
+
+# The train sections' optimizers: torch.optim's, and the names of the state
+# dlc keeps beside each parameter (@NAME.momentum_buffer, ...).
+def sgd_momentum(params, lr):
+    return torch.optim.SGD(params, lr=lr, momentum=0.9), ["momentum_buffer"]
+
+
+def sgd_nesterov_decay(params, lr):
+    return (torch.optim.SGD(params, lr=lr, momentum=0.9, nesterov=True, weight_decay=0.01),
+            ["momentum_buffer"])
+
+
+def adam_decay(params, lr):
+    return torch.optim.Adam(params, lr=lr, weight_decay=0.01), ["exp_avg", "exp_avg_sq"]
+
+
+# name: (parameter shapes, forward, lr, optimizer, clip): the train section's
 MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05),
           "simplecnn": (simplecnn_params, simplecnn, 0.01), "bnnet": (bnnet_params, bnnet, 0.05),
           "lrnnet": (lrnnet_params, lrnnet, 0.05), "tilenet": (tilenet_params, tilenet, 0.05),
-          "elunet": (elunet_params, elunet, 0.05)}
+          "elunet": (elunet_params, elunet, 0.05),
+          "clipnet": (clipnet_params, clipnet, 0.05, sgd_nesterov_decay, 0.25),
+          "clipadam": (clipnet_params, clipnet, 0.01, adam_decay, 0.25)}
 
 
 def is_buffer(name):
@@ -141,7 +178,11 @@ def rel(a, b):
 
 def main():
     model, work, harness = sys.argv[1:4]
-    shapes, forward, lr = MODELS[model]
+    shapes, forward, lr, optimizer, clip = (MODELS[model] + (sgd_momentum, None))[:5]
+    clip_arg = []
+    if sys.argv[4:5] == ["--clip"]:
+        clip = float(sys.argv[5])
+        clip_arg = [sys.argv[5]]
     torch.manual_seed(0)
     params = {k: (torch.rand(s) * 2 - 1) * (1.0 / max(1, torch.tensor(s[1:]).prod().item())) ** 0.5
               for k, s in shapes().items()}
@@ -180,15 +221,20 @@ def main():
 
     result = os.path.join(work, "trained.safetensors")
     run = subprocess.run([harness, "train", weights, os.path.join(work, "x.bin"),
-                          os.path.join(work, "labels.bin"), str(n), str(lr), str(steps), result],
-                         check=True, capture_output=True, text=True)
+                          os.path.join(work, "labels.bin"), str(n), str(lr), str(steps), result]
+                         + clip_arg, check=True, capture_output=True, text=True)
     losses = [float(line.split()[1]) for line in run.stdout.split("\n") if line.startswith("loss")]
     tp = {k: v.double().clone().requires_grad_(not is_buffer(k)) for k, v in params.items()}
-    opt = torch.optim.SGD([v for k, v in tp.items() if not is_buffer(k)], lr=lr, momentum=0.9)
+    trainable = [v for k, v in tp.items() if not is_buffer(k)]
+    opt, state = optimizer(trainable, lr)
     for step in range(steps):
         opt.zero_grad()
         loss = F.cross_entropy(forward(tp, x.double(), training=True), labels.long())
         loss.backward()
+        if clip is not None:
+            norm = float(torch.nn.utils.clip_grad_norm_(trainable, clip))
+            print(f"step {step + 1} {'clips' if clip / (norm + 1e-6) < 1 else 'does not clip'}: "
+                  f"total norm {norm:.4g}, clip {clip:g}")
         opt.step()
         check(f"loss of step {step + 1}", abs(losses[step] - loss.item()) / max(loss.item(), 1e-6))
     trained, _ = read_safetensors(result)
@@ -196,8 +242,8 @@ def main():
         check(f"{name} after {steps} steps", rel(trained[name].double(), value.detach()))
         if is_buffer(name):
             continue
-        buf = opt.state[value]["momentum_buffer"]
-        check(f"{name}.momentum_buffer", rel(trained[name + ".momentum_buffer"].double(), buf))
+        for s in state:
+            check(f"{name}.{s}", rel(trained[f"{name}.{s}"].double(), opt.state[value][s]))
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
