@@ -30,7 +30,9 @@
  *       failure (needs -DNTENSORS, as gradients does)
  *
  * -DTOKENS: the input is token ids (int32, for an embedding), whose files
- * hold int32; -DLABELS=T: T labels per sample (a label per step). */
+ * hold int32; -DLABELS=T: T labels per sample (a label per step);
+ * -DLENGTHS: a second input, each sequence's length (int32, one per
+ * sample), read from INPUT.len. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,6 +66,18 @@ static void *read_all(const char *path, size_t want) {
     return buf;
 }
 
+#ifdef LENGTHS
+/* INPUT's lengths, from INPUT.len; the extra argument of the API's calls */
+static int32_t *lengths_of(const char *input, long n) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s.len", input);
+    return read_all(path, sizeof(int32_t) * (size_t)n);
+}
+#define LENGTHS_ARG(input, n) , lengths_of(input, n)
+#else
+#define LENGTHS_ARG(input, n)
+#endif
+
 static void check(DlrtStatus st, const DlrtError *err) {
     if (st != DLRT_OK) {
         fprintf(stderr, "harness: %s: %s\n", dlrt_status_name(st), err->message);
@@ -71,7 +85,7 @@ static void check(DlrtStatus st, const DlrtError *err) {
     }
 }
 
-#if defined(NTENSORS) && !defined(TOKENS)
+#if defined(NTENSORS) && !defined(TOKENS) && !defined(LENGTHS)
 /* One of freeze_contract's checks: the outputs of a and b, bit for bit. */
 static int same(const char *what, const REAL *a, const REAL *b, long count) {
     bool ok = memcmp(a, b, sizeof *a * (size_t)count) == 0;
@@ -170,7 +184,7 @@ int main(int argc, char **argv) {
         check(API(_load)(net, argv[2], &err), &err);
         IN_T *x = read_all(argv[3], sizeof(IN_T) * (size_t)(n * IN_SIZE));
         REAL *y = malloc(sizeof(REAL) * (size_t)(n * OUT_SIZE));
-        check(API(_forward)(net, n, x, y, &err), &err);
+        check(API(_forward)(net, n, x LENGTHS_ARG(argv[3], n), y, &err), &err);
         FILE *f = fopen(argv[5], "wb");
         fwrite(y, sizeof(REAL), (size_t)(n * OUT_SIZE), f);
         fclose(f);
@@ -197,7 +211,8 @@ int main(int argc, char **argv) {
         int32_t *labels = read_all(argv[4], sizeof(int32_t) * (size_t)(n * LABELS));
         for (long s = 0; s < steps; s++) {
             REAL loss;
-            check(API(_train_step)(net, n, x, labels, lr, &loss, &err), &err);
+            check(API(_train_step)(net, n, x LENGTHS_ARG(argv[3], n), labels, lr, &loss, &err),
+                  &err);
             printf("loss %.17g\n", (double)loss);
         }
         check(API(_save)(net, argv[8], &err), &err);
@@ -215,7 +230,7 @@ int main(int argc, char **argv) {
         IN_T *x = read_all(argv[3], sizeof(IN_T) * (size_t)(n * IN_SIZE));
         int32_t *labels = read_all(argv[4], sizeof(int32_t) * (size_t)(n * LABELS));
         REAL loss;
-        check(API(_gradients)(net, n, x, labels, &loss, &err), &err);
+        check(API(_gradients)(net, n, x LENGTHS_ARG(argv[3], n), labels, &loss, &err), &err);
         printf("loss %.17g\n", (double)loss);
         DlrtTensor grads[NTENSORS];
         int ngrads = 0;
@@ -231,7 +246,7 @@ int main(int argc, char **argv) {
         return 0;
     }
 #endif
-#if defined(NTENSORS) && !defined(TOKENS)
+#if defined(NTENSORS) && !defined(TOKENS) && !defined(LENGTHS)
     if (argc == 5 && strcmp(argv[1], "freeze") == 0)
         return freeze_contract(strtoull(argv[2], NULL, 10), atol(argv[3]), argv[4]);
 #endif

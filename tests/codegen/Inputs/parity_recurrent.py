@@ -2,7 +2,8 @@
 """parity_recurrent.py MODEL WORKDIR HARNESS [HARNESS_F64]: a dlc-generated
 recurrent network against the same network built of torch.nn.RNN, LSTM,
 GRU, Embedding and Linear modules, on the same weights and batch (lmnet: a
-language model, token ids in and a cross-entropy at every step).
+language model, token ids in and a cross-entropy at every step; vlnet:
+sequences of different lengths, as torch's packed sequences).
 
   1. the torch modules' own initial weights (seeded) are written as a
      safetensors checkpoint under dlc's parameter names, which are the
@@ -89,7 +90,27 @@ def lmnet():
     return m, forward, {}
 
 
-MODELS = {"lstmnet": lstmnet, "grunet": grunet, "rnnnet": rnnnet, "lmnet": lmnet}
+# each sequence's length for vlnet, the longest first, the shortest 1
+LENGTHS = torch.tensor([T, 1, 5, T - 1, 3, 8, 2, 11], dtype=torch.int32)
+
+
+def vlnet():
+    """lstm(seq, len, hidden=8, bidirectional=true, last=true) -> dense(10),
+    sequences of different lengths: torch's packed sequences"""
+    m = nn.ModuleDict({"h": nn.LSTM(F, 8, bidirectional=True, batch_first=True),
+                       "out": nn.Linear(16, CLASSES)})
+
+    def forward(x):
+        n = x.shape[0]
+        packed = nn.utils.rnn.pack_padded_sequence(x, LENGTHS[:n].long(), batch_first=True,
+                                                   enforce_sorted=False)
+        _, (hn, _) = m["h"](packed)
+        return m["out"](torch.cat([hn[-2], hn[-1]], 1))
+    return m, forward, {}
+
+
+MODELS = {"lstmnet": lstmnet, "grunet": grunet, "rnnnet": rnnnet, "lmnet": lmnet,
+          "vlnet": vlnet}
 # the models whose input is token ids and whose labels are per step
 LANGUAGE = {"lmnet"}
 
@@ -129,6 +150,8 @@ def main():
     weights = os.path.join(work, "weights.safetensors")
     write_safetensors(weights, {to_dlc(k): v.float() for k, v in m.state_dict().items()})
     (x if language else x.float()).numpy().tofile(os.path.join(work, "x.bin"))
+    for name in ("x.bin", "x64.bin"):  # vlnet's lengths, beside its inputs
+        LENGTHS.numpy().tofile(os.path.join(work, name + ".len"))
     labels.numpy().tofile(os.path.join(work, "labels.bin"))
     passed = failed = 0
 
