@@ -67,11 +67,20 @@ static void *read_all(const char *path, size_t want) {
 }
 
 #ifdef LENGTHS
+/* the lengths last read, freed at exit */
+static int32_t *lengths;
+
+static void free_lengths(void) { free(lengths); }
+
 /* INPUT's lengths, from INPUT.len; the extra argument of the API's calls */
 static int32_t *lengths_of(const char *input, long n) {
     char path[4096];
     snprintf(path, sizeof path, "%s.len", input);
-    return read_all(path, sizeof(int32_t) * (size_t)n);
+    if (!lengths)
+        atexit(free_lengths);
+    free(lengths);
+    lengths = read_all(path, sizeof(int32_t) * (size_t)n);
+    return lengths;
 }
 #define LENGTHS_ARG(input, n) , lengths_of(input, n)
 #else
