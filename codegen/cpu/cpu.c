@@ -458,7 +458,6 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
 
 /* ---- the header ---------------------------------------------------------- */
 
-/* The batched inputs of a network, as API parameters. */
 /* The vocabulary that an i32 input of token ids must stay within: the
  * smallest of the embeddings that read it; -1 when an op other than an
  * embedding reads it, or none does (labels: the training network's). */
@@ -501,21 +500,25 @@ static int64_t lengths_of(const DlcNetwork *net, const DlcValue *in) {
 static void put_token_checks(Cpu *cpu, Out *o, const DlcNetwork *net) {
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *v = net->inputs[i];
-        int64_t steps = v->type.batched && v->type.dtype == DLC_I32 ? lengths_of(net, v) : -1;
-        if (steps >= 0)
-            put(o, "    {\n        DlrtStatus st = dlrt_check_lengths(%s, n, %lld, \"%s\", err);\n"
-                   "        if (st != DLRT_OK)\n            return st;\n    }\n",
-                ident(cpu, v->name), (long long)steps, v->name);
-        int64_t vocab = v->type.batched && v->type.dtype == DLC_I32 ? token_vocab(net, v) : -1;
-        if (vocab < 0)
+        if (!v->type.batched || v->type.dtype != DLC_I32)
             continue;
-        put(o, "    {\n        DlrtStatus st = dlrt_check_tokens(%s, n, %lld, %lld, \"%s\", err);\n"
-               "        if (st != DLRT_OK)\n            return st;\n    }\n",
-            ident(cpu, v->name), (long long)(v->type.rank ? v->type.dims[0] : 1),
-            (long long)vocab, v->name);
+        int64_t steps = lengths_of(net, v), vocab = token_vocab(net, v);
+        const char *call =
+            steps >= 0 ? dlc_arena_printf(&cpu->arena, "dlrt_check_lengths(%s, n, %lld, \"%s\", err)",
+                                          ident(cpu, v->name), (long long)steps, v->name)
+            : vocab >= 0
+                ? dlc_arena_printf(&cpu->arena, "dlrt_check_tokens(%s, n, %lld, %lld, \"%s\", err)",
+                                   ident(cpu, v->name),
+                                   (long long)(v->type.rank ? v->type.dims[0] : 1),
+                                   (long long)vocab, v->name)
+                : NULL;
+        if (call)
+            put(o, "    {\n        DlrtStatus st = %s;\n        if (st != DLRT_OK)\n"
+                   "            return st;\n    }\n", call);
     }
 }
 
+/* The batched inputs of a network, as API parameters. */
 static void put_inputs(Cpu *cpu, Out *o, const DlcNetwork *net) {
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *v = net->inputs[i];
