@@ -29,7 +29,7 @@ static double median_ms(const DlrtRnn *r, const int32_t *lengths, int repeats, i
     for (int i = -5; i < repeats; i++) {
         double t0 = now();
         dlrt_rnn_forward(r, N, buf[0], buf[1], buf[2], buf[3], buf[4], lengths, NULL, NULL,
-                         buf[5], buf[6], buf[7], buf[8], threads);
+                         NULL, NULL, buf[5], buf[6], buf[7], buf[8], threads);
         dlrt_rnn_backward(r, N, buf[5], buf[7], buf[6], buf[2], lengths, NULL, buf[9], NULL,
                           buf[10], threads);
         if (i >= 0)

@@ -640,6 +640,12 @@ static DlcValue *make_recurrent(Elab *e, DlcOpKind kind, DlcValue *x, DlcValue *
                   "give one of them", name);
         return NULL;
     }
+    if (bidirectional && dlc_attrs_at(kind, attrs, DLC_A_STATEFUL)->b) {
+        dlc_error(e->ctx, loc, "%s: stateful=true carries the state from one chunk to the "
+                  "next, which a bidirectional layer's reverse direction cannot: it starts "
+                  "at the chunk's end", name);
+        return NULL;
+    }
     if (p > 0 && layers == 1)
         warn_once(e, loc, "%s: dropout=%s applies between stacked layers; with layers=1 it "
                   "does nothing", name, dlc_arena_printf(e->arena, "%g", p));

@@ -385,6 +385,13 @@ static bool want_recurrent_attrs(DlcInfer *inf) {
                   "text write one op per layer and direction (layer=K, reverse=true)", OPNAME);
         return false;
     }
+    if (A(STATEFUL).b && A(REVERSE).b) {
+        dlc_error(inf->ctx, inf->loc,
+                  "%s: stateful=true carries the state from one chunk's last step to the next "
+                  "chunk's first; a reverse direction starts at its chunk's end and cannot",
+                  OPNAME);
+        return false;
+    }
     return true;
 }
 

@@ -13,6 +13,11 @@
  * 0..count-1.  A sample's labels (one, or one per step of a text
  * dataset's sequence: label_size) travel with it.  The dataset must outlive
  * the batcher.
+ *
+ * As streams (a stateful recurrent network's text), the order is fixed:
+ * the samples cut into runs of run_len consecutive ones, the last run
+ * perhaps shorter, and the k-th batch takes the k-th of each run that has
+ * one, so that batch after batch row i walks run i.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +43,18 @@ static uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
 static void start_epoch(DlrtBatcher *b, int64_t epoch) {
     int64_t n = b->ds->count;
     b->epoch = epoch;
+    b->pos = 0;
+    b->taken = 0;
+    if (b->streams) {
+        int64_t len = (n + b->batch - 1) / b->batch, at = 0;
+        b->run_len = len;
+        b->runs = len ? (n + len - 1) / len : 0;
+        for (int64_t k = 0; k < len; k++)
+            for (int64_t i = 0; i < b->runs; i++)
+                if (i * len + k < n)
+                    b->order[at++] = i * len + k;
+        return;
+    }
     for (int64_t i = 0; i < n; i++)
         b->order[i] = i;
     if (b->shuffle) {
@@ -50,7 +67,6 @@ static void start_epoch(DlrtBatcher *b, int64_t epoch) {
             b->order[j] = t;
         }
     }
-    b->pos = 0;
 }
 
 DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,
@@ -87,6 +103,9 @@ int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y) {
         return 0;
     int64_t left = b->ds->count - b->pos;
     int64_t n = left < b->batch ? left : b->batch;
+    if (b->streams) /* the last run's row, while it lasts */
+        n = b->taken < b->ds->count - (b->runs - 1) * b->run_len ? b->runs : b->runs - 1;
+    b->taken++;
     int64_t size = b->ds->sample_size, per = dlrt_dataset_label_size(b->ds);
     for (int64_t k = 0; k < n; k++) {
         int64_t i = b->order[b->pos + k];
@@ -99,6 +118,13 @@ int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y) {
     }
     b->pos += n;
     return n;
+}
+
+void dlrt_batcher_streams(DlrtBatcher *b) {
+    if (b && b->order) {
+        b->streams = true;
+        start_epoch(b, b->epoch);
+    }
 }
 
 void dlrt_batcher_start_epoch(DlrtBatcher *b, int64_t epoch) {

@@ -271,6 +271,10 @@ typedef struct DlrtBatcher {
     int64_t epoch;     /* the epoch being walked, 0-based */
     int64_t *order;    /* a permutation of the samples, for this epoch */
     int64_t pos;       /* next position in order */
+    bool streams;      /* the samples as streams (dlrt_batcher_streams): */
+    int64_t runs;      /* as many runs of consecutive samples, */
+    int64_t run_len;   /* each this long but the last, which may be shorter */
+    int64_t taken;     /* batches taken in this epoch */
 } DlrtBatcher;
 
 DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,
@@ -280,6 +284,14 @@ DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batc
  * and returns how many samples it holds: 0 once the epoch is over.  The
  * dataset must outlive the batcher. */
 int64_t dlrt_batcher_next(DlrtBatcher *b, float *x, int32_t *y);
+/* Walks the dataset from now on as streams, as a stateful recurrent
+ * network reads a text (dlrt_text_dataset's consecutive samples): the
+ * samples, in order, cut into at most `batch` runs of ceil(count / batch)
+ * (the last may be shorter), row i of the k-th batch the k-th sample of
+ * run i, so that each row goes on where the same row of the batch before
+ * stopped.  The batches past the end of the last run leave its row out.
+ * Nothing is shuffled. */
+void dlrt_batcher_streams(DlrtBatcher *b);
 /* Starts epoch `epoch` (0-based; init starts epoch 0), in its own order
  * when shuffling. */
 void dlrt_batcher_start_epoch(DlrtBatcher *b, int64_t epoch);
@@ -823,6 +835,11 @@ typedef struct DlrtModel {
        (0: no clipping); NULL where the network was compiled without
        clipping (no clip in its train section) */
     void (*set_clip)(void *net, double clip);
+    /* NAME_reset_state: the stateful recurrent layers' states to zero;
+       NULL where the network has none.  With them, train and evaluate walk
+       a text as `batch` streams, each chunk continuing the last's (row i of
+       a batch goes on where row i of the last stopped). */
+    void (*reset_state)(void *net);
     DlrtStatus (*save)(const void *net, const char *path, const DlrtMeta *extra, int nextra,
                        DlrtError *err);
     DlrtStatus (*load)(void *net, const char *path, DlrtMeta **meta, int *nmeta,

@@ -83,8 +83,10 @@ void DLRT_K(dlrt_bias_backward)(int64_t n, int64_t c, int64_t spatial, const DLR
  * packed sequence does: sample i runs steps t < lengths[i] only (reverse:
  * from lengths[i] - 1 down to 0), y is 0 at the steps after, and last gives
  * the state after its last real step.  h0 and c0 [n, H] are the initial
- * states (NULL: zero; c0 for LSTM only).  work: dlrt_rnn_workspace(r, n',
- * threads) elements for some n' >= n.
+ * states (NULL: zero; c0 for LSTM only); hn and cn [n, H] (NULL: not
+ * wanted; cn for LSTM only) get the final ones, which a stateful layer's
+ * next chunk starts from: they may be h0 and c0.  work:
+ * dlrt_rnn_workspace(r, n', threads) elements for some n' >= n.
  *
  * Training passes hprev and cache, which the backward pass reads:
  * hprev [n, T, H] gets the state each step read (0 at padded steps), cache
@@ -95,7 +97,8 @@ void DLRT_K(dlrt_rnn_forward)(const DlrtRnn *r, int64_t n, const DLRT_REAL *x,
                               const DLRT_REAL *w_ih, const DLRT_REAL *w_hh,
                               const DLRT_REAL *b_ih, const DLRT_REAL *b_hh,
                               const int32_t *lengths, const DLRT_REAL *h0, const DLRT_REAL *c0,
-                              DLRT_REAL *y, DLRT_REAL *hprev, DLRT_REAL *cache,
+                              DLRT_REAL *hn, DLRT_REAL *cn, DLRT_REAL *y, DLRT_REAL *hprev,
+                              DLRT_REAL *cache,
                               DLRT_REAL *work, int threads);
 /* Backpropagation through time, the recurrence only: from dy (laid out as
  * y) and the training forward's cache and hprev (and its lengths and c0),

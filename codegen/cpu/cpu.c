@@ -78,6 +78,12 @@ typedef struct Cpu {
                                inference network's ops, then the training step's
                                (put_network appends them) */
     int nop_rows;
+    DlcMap state_off;       /* a stateful recurrent layer's weight_hh name ->
+                               offset + 1 of its rows in net->state, in units of
+                               max_batch (its h, then an LSTM's c) */
+    int64_t state_rows;     /* net->state's elements per sample: the states
+                               the stateful layers' next chunks start from;
+                               as many again follow for a training step's */
     DlcArena arena;         /* names and slots */
     bool ok;
 } Cpu;
@@ -126,6 +132,28 @@ static int64_t gradient_copy_offset(const Cpu *cpu, const DlcValue *p) {
 
 /* The scalar input of the training step's clip_norm (the largest norm of
  * its gradients), or NULL where the step does not clip them. */
+/* The parameter that names a stateful recurrent op's state (its weight_hh,
+ * which the layer's forward, training form and gradient all read), or NULL
+ * for an op without state. */
+static const DlcValue *state_key(const DlcOp *op) {
+    if (dlc_recurrent_cell(op->kind) == DLC_OP_COUNT || !dlc_attr_bool(op, DLC_A_STATEFUL))
+        return NULL;
+    return dlc_op_is_recurrent_grad(op->kind) ? op->in[op->nin - 1]
+                                              : op->in[op->nin - op->nparams + 1];
+}
+
+/* Gives the stateful layers of net their rows of net->state. */
+static void add_states(Cpu *cpu, const DlcNetwork *net) {
+    for (int i = 0; net && i < net->nops; i++) {
+        const DlcValue *key = state_key(net->ops[i]);
+        if (!key || dlc_map_get(&cpu->state_off, key->name))
+            continue;
+        dlc_map_put(&cpu->state_off, key->name, (void *)(intptr_t)(cpu->state_rows + 1));
+        int64_t h = dlc_attr_int(net->ops[i], DLC_A_HIDDEN);
+        cpu->state_rows += dlc_recurrent_cell(net->ops[i]->kind) == DLC_OP_LSTM ? 2 * h : h;
+    }
+}
+
 static const DlcValue *clip_input(const DlcNetwork *train) {
     for (int i = 0; train && i < train->nops; i++)
         if (train->ops[i]->kind == DLC_OP_CLIP_NORM)
@@ -232,6 +260,7 @@ typedef struct OpFunction {
     const char *name;
     bool work; /* scratch: `work` and `threads` */
     bool seed; /* `seed` */
+    int state; /* Emit.state: a stateful layer's rows of net->state */
 } OpFunction;
 
 /* static void opK_name(int64_t n, const float *restrict a0, ..., float *restrict r0)
@@ -299,6 +328,11 @@ static OpFunction op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const ch
         put(o, ", const %s *restrict packed", cpu->real);
     if (e.seed)
         put(o, ", uint64_t seed");
+    /* not restrict: at inference the final states overwrite the first */
+    if (e.state)
+        put(o, ", %s *state_h, %s *state_c", cpu->real, cpu->real);
+    if (e.state == 2)
+        put(o, ", %s *next_h, %s *next_c", cpu->real, cpu->real);
     put(o, ") {\n");
     put(o, "    (void)n;\n");
     if (direct) /* calls no kernel of libdlrt's */
@@ -311,7 +345,8 @@ static OpFunction op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const ch
         put(o, "#line %d \"%s\"\n", o->line + 2, o->name);
     if (direct)
         dlc_cpu_direct_conv_contract(o, false);
-    return (OpFunction){.name = fname, .work = e.scratch != NULL, .seed = e.seed};
+    return (OpFunction){.name = fname, .work = e.scratch != NULL, .seed = e.seed,
+                        .state = e.state};
 }
 
 /* An op's share of net->packed (NAME_freeze): its packed weights, rounded
@@ -436,6 +471,19 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         }
         if (fn[i].seed)
             put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
+        if (fn[i].state) {
+            int64_t at = (intptr_t)dlc_map_get(&cpu->state_off, state_key(op)->name) - 1;
+            int64_t h = dlc_attr_int(op, DLC_A_HIDDEN);
+            bool lstm = dlc_recurrent_cell(op->kind) == DLC_OP_LSTM;
+            for (int next = 0; next < fn[i].state; next++) {
+                int64_t base = at + (next ? cpu->state_rows : 0);
+                put(o, ", net->state + %lld * net->max_batch", (long long)base);
+                if (lstm)
+                    put(o, ", net->state + %lld * net->max_batch", (long long)(base + h));
+                else
+                    put(o, ", NULL");
+            }
+        }
         put(o, ");\n");
         /* the gradient dies here: NAME_gradients keeps a copy */
         const DlcOp *up = gradient_dies_at(net, op);
@@ -578,6 +626,13 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
     for (int i = 0; i < net->noutputs; i++)
         put(o, ", %s *out%d", cpu->real, i);
     put(o, ", DlrtError *err);\n");
+    if (cpu->state_rows)
+        put(o, "/* The stateful recurrent layers (stateful=true) start each call from the\n"
+               " * state the last call ended in, sample by sample (row i of a batch\n"
+               " * continues row i of the last), and %s_train_step carries it on without\n"
+               " * a gradient (truncated backpropagation through time).  reset_state\n"
+               " * sets it to zero, the state of a new network. */\n"
+               "void %s_reset_state(%s *net);\n", p, p, T);
     put(o, "/* Packs the weights for %s_forward: the convolutions that read them in\n"
            " * another order than they are stored (dlc's filter lanes) get their copy\n"
            " * now instead of at every call.  It lasts until the weights may change:\n"
@@ -638,6 +693,27 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
     put(o, "static %s *gradient_copy(%s *net) {\n"
            "    if (!net->grads)\n        net->grads = dlrt_alloc(%lld + 1, sizeof *net->grads);\n"
            "    return net->grads;\n}\n\n", R, T, (long long)cpu->grad_floats);
+    /* a step's final states become the next step's first once its backward
+       pass, which reads the first (c0), is done */
+    if (cpu->state_rows) {
+        put(o, "static void carry_state(%s *net, int64_t n) {\n"
+               "    int64_t b = net->max_batch;\n", T);
+        for (int i = 0; i < tn->nops; i++) {
+            const DlcOp *op = tn->ops[i];
+            const DlcValue *key = state_key(op);
+            if (!key || !dlc_op_is_recurrent_train(op->kind))
+                continue;
+            int64_t at = (intptr_t)dlc_map_get(&cpu->state_off, key->name) - 1;
+            int64_t h = dlc_attr_int(op, DLC_A_HIDDEN);
+            int parts = dlc_recurrent_cell(op->kind) == DLC_OP_LSTM ? 2 : 1;
+            for (int k = 0; k < parts; k++)
+                put(o, "    memcpy(net->state + %lld * b, net->state + %lld * b, sizeof *net->state "
+                       "* (size_t)(n * %lld)); /* %s's %s */\n",
+                    (long long)(at + k * h), (long long)(cpu->state_rows + at + k * h), (long long)h,
+                    key->name, k ? "c" : "h");
+        }
+        put(o, "}\n\n");
+    }
     const char *names[2] = {"train_step", "gradients"};
     for (int k = 0; k < 2; k++) {
         put(o, "DlrtStatus %s_%s(%s *net, int64_t n", p, names[k], T);
@@ -659,7 +735,9 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
             if (v->type.batched || (v->type.dtype != DLC_I32 && v != cpu->clip))
                 put(o, ", %s", v->type.batched ? ident(cpu, v->name) : k == 0 ? "lr" : "0");
         }
-        put(o, ");\n    *loss = %s[0];\n    return DLRT_OK;\n}\n\n", where(cpu, st, tn->outputs[0]));
+        put(o, ");\n%s    *loss = %s[0];\n    return DLRT_OK;\n}\n\n",
+            k == 0 && cpu->state_rows ? "    carry_state(net, n);\n" : "",
+            where(cpu, st, tn->outputs[0]));
     }
     put(o, "DlrtTensor %s_gradient(%s *net, int i) {\n"
            "    static const int64_t at[%d] = {", p, T, cpu->nparams ? cpu->nparams : 1);
@@ -701,7 +779,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     put(o, "    return most;\n}\n\n");
     put(o, "size_t %s_memory(int64_t max_batch) {\n"
            "    return sizeof(%s) * (size_t)(%lld + %lld * max_batch + %lld + work_floats(dlrt_threads(), max_batch));\n}\n\n",
-        p, cpu->real, (long long)cpu->param_floats, (long long)act_b, (long long)act_u);
+        p, cpu->real, (long long)cpu->param_floats, (long long)(act_b + 2 * cpu->state_rows),
+        (long long)act_u);
 
     /* tensors */
     put(o, "static const struct { const char *name; int rank; int64_t dims[6]; int64_t offset; "
@@ -744,7 +823,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    net->params = dlrt_alloc(%lld + 1, sizeof *net->params);\n"
            "    net->act = dlrt_alloc((size_t)(%lld * max_batch + %lld + 1), sizeof *net->act);\n"
            "    net->work = dlrt_alloc((size_t)net->work_floats + 1, sizeof *net->work);\n"
-           "    if (!net->params || !net->act || !net->work) {\n"
+           "%s"
+           "    if (!net->params || !net->act || !net->work%s) {\n"
            "        %s_free(net);\n"
            "        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes needed\", %s_memory(max_batch));\n"
            "    }\n"
@@ -759,7 +839,11 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    net->profile = dlrt_profile_open(\"DLRT_PROFILE\", %d, OP_ROWS);\n"
            "%s"
            "    *out = net;\n    return DLRT_OK;\n}\n\n",
-        p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u, p, p,
+        p, T, T, (long long)cpu->param_floats, (long long)act_b, (long long)act_u,
+        cpu->state_rows ? dlc_arena_printf(&cpu->arena, "    net->state = dlrt_alloc((size_t)(%lld * max_batch), sizeof *net->state);\n",
+                                           (long long)(2 * cpu->state_rows))
+                        : "",
+        cpu->state_rows ? " || !net->state" : "", p, p,
         cpu->nparams, (int)DLC_INIT_KAIMING_UNIFORM, cpu->k,
         any_init(cpu, DLC_INIT_NORMAL)
             ? dlc_arena_printf(&cpu->arena, "        else if (TENSORS[i].init == %d)\n"
@@ -774,8 +858,12 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     put(o, "void %s_free(%s *net) {\n    if (!net)\n        return;\n"
            "    dlrt_profile_close(net->profile); /* prints it */\n"
            "    free(net->params);\n    free(net->act);\n    free(net->work);\n    free(net->grads);\n"
-           "    free(net->packed);\n"
-           "    free(net);\n}\n\n", p, T);
+           "    free(net->packed);\n%s"
+           "    free(net);\n}\n\n", p, T, cpu->state_rows ? "    free(net->state);\n" : "");
+    if (cpu->state_rows)
+        put(o, "void %s_reset_state(%s *net) {\n"
+               "    memset(net->state, 0, sizeof *net->state * (size_t)(%lld * net->max_batch));\n}\n\n",
+            p, T, (long long)cpu->state_rows);
 
     /* forward */
     put(o, "DlrtStatus %s_forward(%s *net, int64_t n", p, T);
@@ -1019,6 +1107,8 @@ static void put_model(Cpu *cpu, Out *o) {
     if (cpu->clip)
         put(o, "static void model_set_clip(void *net, double clip) { %s_set_clip(net, (float)clip); }\n",
             p);
+    if (cpu->state_rows)
+        put(o, "static void model_reset_state(void *net) { %s_reset_state(net); }\n", p);
     put(o, "static DlrtStatus model_save(const void *net, const char *path, const DlrtMeta *extra,\n"
            "                             int nextra, DlrtError *err) {\n"
            "    return %s_save_with(net, path, extra, nextra, err);\n}\n", p);
@@ -1089,6 +1179,8 @@ static void put_model(Cpu *cpu, Out *o) {
     put_cstring(o, optimizer);
     if (cpu->clip)
         put(o, ",\n    .clip = %.17g,\n    .set_clip = model_set_clip", clip_default(cpu));
+    if (cpu->state_rows)
+        put(o, ",\n    .reset_state = model_reset_state");
     put(o, ",\n    .arena = {%s_ARENA_PER_SAMPLE, %s_ARENA_FIXED},\n"
            "    .naive = {%s_NAIVE_PER_SAMPLE, %s_NAIVE_FIXED},\n"
            "    .lower_bound = {%s_LOWER_BOUND_PER_SAMPLE, %s_LOWER_BOUND_FIXED}",
@@ -1133,6 +1225,9 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         add_param(&cpu, net->params[i]);
     for (int i = 0; cpu.train && i < cpu.train->nparams; i++)
         add_param(&cpu, cpu.train->params[i]);
+    dlc_map_init(&cpu.state_off, &cpu.arena);
+    add_states(&cpu, net);
+    add_states(&cpu, cpu.train);
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *in = net->inputs[i];
         if (in->type.batched && in->type.dtype == DLC_I32
@@ -1178,11 +1273,15 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             "    int threads;   /* the kernels' threads at most (dlrt_threads() when created) */\n"
             "    int32_t step;  /* training steps taken, for Adam */\n"
             "    uint64_t seed; /* of the initialization, and of dropout's masks */\n"
-            "    DlrtProfile *profile; /* DLRT_PROFILE=1: each op's time (OP_ROWS), or NULL */\n%s};\n",
+            "    DlrtProfile *profile; /* DLRT_PROFILE=1: each op's time (OP_ROWS), or NULL */\n%s%s};\n",
         cpu.type, cpu.real, cpu.real, cpu.real, cpu.real, cpu.real,
         cpu.clip ? dlc_arena_printf(&cpu.arena, "    %s clip;    /* the gradients' largest norm (NAME_set_clip) */\n",
                                     cpu.real)
-                 : "");
+                 : "",
+        cpu.state_rows ? dlc_arena_printf(&cpu.arena, "    %s *state;  /* the stateful layers' states, each sample's row\n"
+                                          "                      (NAME_reset_state), then a training step's next ones */\n",
+                                          cpu.real)
+                       : "");
     put(&c, "\n/* DLRT_PROFILE=1: the time since the last lap, added to row K of the\n"
             " * profile (OP_ROWS); run_infer and run_train lap after each op. */\n"
             "#define LAP(K) (net->profile ? (void)(lap = dlrt_profile_lap(net->profile, (K), lap)) : (void)0)\n");

@@ -40,6 +40,11 @@ typedef struct Emit {
                             op's position) */
     int written;         /* its last `written` operands are written in place
                             (not const): an update's parameter and state */
+    int state;           /* a stateful recurrent layer's (stateful=true): 1
+                            takes `real *state_h, real *state_c`, the states
+                            its chunk starts from (state_c NULL but for an
+                            LSTM), 2 also `real *next_h, real *next_c`, where
+                            a training step leaves the ones it ends in */
 } Emit;
 
 /* Elements per sample of v (all of them for an unbatched value). */

@@ -9,7 +9,13 @@
  * vector=B asks for libdlrt's vectorized activations (DlrtRnn.fast).  The backward
  * kernel gives the gates' gradients at every step (dpre); the input's and
  * the weights' gradients are the per-step dense products autodiff puts
- * after it (emit_dense.c). */
+ * after it (emit_dense.c).
+ *
+ * A stateful layer (stateful=true) starts from the states in net->state
+ * (cpu.c gives each layer its rows there) and leaves its final ones there
+ * at inference; its training form leaves them beside, in the rows the
+ * training step copies over the state once its update is done, since the
+ * backward pass still reads the LSTM's c0. */
 #include "emit.h"
 
 #define put dlc_cpu_put
@@ -51,10 +57,16 @@ void dlc_cpu_emit_recurrent(Emit *e, Out *o, const DlcOp *op) {
     const char *rn = rnn_literal(e, op);
     bool train = dlc_op_is_recurrent_train(op->kind);
     int p = op->nin - op->nparams;
+    bool stateful = dlc_attr_bool(op, DLC_A_STATEFUL);
+    const char *states = !stateful ? "NULL, NULL, NULL, NULL"
+                         : train   ? "state_h, state_c, next_h, next_c"
+                                   : "state_h, state_c, state_h, state_c";
+    e->state = !stateful ? 0 : train ? 2 : 1;
     put(o, "%s", rn);
-    put(o, "    dlrt_rnn_forward(&rn, n, a0, a%d, a%d, a%d, a%d, %s, NULL, NULL, r0, %s, %s, work, "
+    put(o, "    dlrt_rnn_forward(&rn, n, a0, a%d, a%d, a%d, a%d, %s, %s, r0, %s, %s, work, "
            "threads);\n",
-        p, p + 1, p + 2, p + 3, lengths(e, op), train ? "r1" : "NULL", train ? "r2" : "NULL");
+        p, p + 1, p + 2, p + 3, lengths(e, op), states, train ? "r1" : "NULL",
+        train ? "r2" : "NULL");
     e->scratch = dlc_arena_printf(
         e->arena, "%s    int64_t w = dlrt_rnn_workspace(&rn, max_batch, threads);\n", rn);
 }
@@ -64,8 +76,13 @@ void dlc_cpu_emit_recurrent(Emit *e, Out *o, const DlcOp *op) {
 void dlc_cpu_emit_recurrent_grad(Emit *e, Out *o, const DlcOp *op) {
     const char *rn = rnn_literal(e, op);
     put(o, "%s", rn);
-    put(o, "    dlrt_rnn_backward(&rn, n, a0, a1, a2, a%d, %s, NULL, r0, %s, work, threads);\n",
-        op->nin - 1, lengths(e, op), op->nout == 2 ? "r1" : "NULL");
+    bool stateful = dlc_attr_bool(op, DLC_A_STATEFUL);
+    e->state = stateful ? 1 : 0; /* an LSTM's backward reads c0 */
+    if (stateful)
+        put(o, "    (void)state_h;\n");
+    put(o, "    dlrt_rnn_backward(&rn, n, a0, a1, a2, a%d, %s, %s, r0, %s, work, threads);\n",
+        op->nin - 1, lengths(e, op), stateful ? "state_c" : "NULL",
+        op->nout == 2 ? "r1" : "NULL");
     e->scratch = dlc_arena_printf(
         e->arena, "%s    int64_t w = dlrt_rnn_backward_workspace(&rn, max_batch, threads);\n", rn);
 }

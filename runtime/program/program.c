@@ -73,6 +73,10 @@ static int info(const DlrtModel *m, const Options *o) {
     printf("optimizer: %s\n", m->optimizer);
     if (m->set_clip)
         printf("gradient clipping: to a total norm of %g (--clip)\n", m->clip);
+    if (m->reset_state)
+        printf("stateful: each chunk of %lld steps starts from the state the last ended in; "
+               "data read as --batch streams, gradients truncated at the chunk\n",
+               (long long)m->dims[0]);
     /* what the table says, without opening the GPU */
     if (strcmp(dlrt_device_name(m), "cpu") != 0)
         printf("device: %s\n", dlrt_device_name(m));

@@ -91,6 +91,8 @@ int dlrt_sample_command(const DlrtModel *m, const Options *o) {
             int64_t context = n < steps ? n : steps;
             for (int64_t t = 0; t < steps; t++)
                 window[t] = t < context ? (float)ids[n - context + t] : 0.0f;
+            if (m->reset_state) /* the window, from the zero state */
+                m->reset_state(net);
             if ((st = m->forward(net, 1, window, scores, &err)) != DLRT_OK)
                 break;
             /* among the vocabulary's characters: an embedding may take more

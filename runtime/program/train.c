@@ -66,6 +66,10 @@ static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
     DlrtStatus st = m->freeze ? m->freeze(net, err) : DLRT_OK; /* until the next step */
     if (st != DLRT_OK || (st = dlrt_batcher_init(&b, ds, batch, false, 0, err)) != DLRT_OK)
         return st;
+    if (m->reset_state) { /* the split as streams, from the zero state */
+        dlrt_batcher_streams(&b);
+        m->reset_state(net);
+    }
     double total = 0;
     *s = (Scores){0};
     int64_t n;
@@ -306,12 +310,14 @@ static bool start(Trainer *t) {
     if (m->vocab > 0 && o->data && !text_splits(t, o->data, t->vocab.size > 0))
         return false;
     t->end = t->first + o->epochs;
-    t->steps = (t->train.count + o->batch - 1) / o->batch;
     if (dlrt_batcher_init(&t->batcher, &t->train, o->batch, true, t->seed, &t->err) != DLRT_OK) {
         fprintf(stderr, "%s: %s\n", m->name, t->err.message);
         return false;
     }
+    if (m->reset_state) /* a stateful network reads its text as streams */
+        dlrt_batcher_streams(&t->batcher);
     dlrt_batcher_start_epoch(&t->batcher, t->first);
+    t->steps = m->reset_state ? t->batcher.run_len : (t->train.count + o->batch - 1) / o->batch;
     t->tty = isatty(fileno(stderr));
     if (o->log) {
         t->log = fopen(o->log, "w");
@@ -364,6 +370,8 @@ static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
     const DlrtModel *m = t->m;
     double begin = dlrt_clock(), sum = 0;
     int64_t n, step = 0, seen = 0;
+    if (m->reset_state) /* each epoch reads its streams from the start */
+        m->reset_state(t->net);
     while ((n = dlrt_batcher_next(&t->batcher, t->x, t->y)) > 0) {
         float loss;
         double lr = schedule(m, t->o->lr, e, step, t->steps, t->end);

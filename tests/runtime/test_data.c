@@ -1056,6 +1056,40 @@ static void test_batcher_sizes(void) {
     dlrt_dataset_free(&ds);
 }
 
+/* As streams: 10 samples in 3 runs of 4, 4 and 2 for a batch of 3, row i
+ * of each batch the next sample of run i (the last run's row left out
+ * once it ends), the same every epoch, shuffling or not; with a batch
+ * larger than the dataset, one run per sample. */
+static void test_batcher_streams(void) {
+    DlrtDataset ds = index_dataset(10);
+    DlrtBatcher b;
+    DlrtError err = {0};
+    int32_t seen[16];
+    int64_t nseen, sizes[64];
+    static const int32_t want[] = {0, 4, 8, 1, 5, 9, 2, 6, 3, 7};
+    for (int shuffle = 0; shuffle < 2; shuffle++) {
+        CHECK_OK(dlrt_batcher_init(&b, &ds, 3, shuffle, 7, &err), err);
+        dlrt_batcher_streams(&b);
+        for (int epoch = 0; epoch < 2; epoch++) {
+            CHECK(walk_epoch(&b, seen, &nseen, sizes));
+            CHECK(nseen == 10 && sizes[0] == 3 && sizes[1] == 3 && sizes[2] == 2 &&
+                  sizes[3] == 2 && sizes[4] == 0);
+            CHECK(memcmp(seen, want, sizeof want) == 0);
+            dlrt_batcher_next_epoch(&b);
+        }
+        dlrt_batcher_free(&b);
+    }
+    CHECK_OK(dlrt_batcher_init(&b, &ds, 64, false, 7, &err), err);
+    dlrt_batcher_streams(&b);
+    CHECK(walk_epoch(&b, seen, &nseen, sizes) && sizes[0] == 10 && sizes[1] == 0);
+    bool in_order = nseen == 10;
+    for (int i = 0; i < 10; i++)
+        in_order = in_order && seen[i] == i;
+    CHECK(in_order);
+    dlrt_batcher_free(&b);
+    dlrt_dataset_free(&ds);
+}
+
 static void test_batcher_errors(void) {
     DlrtDataset ds = index_dataset(5), empty = {0};
     DlrtBatcher b;
@@ -1374,6 +1408,7 @@ int main(int argc, char **argv) {
     test_images_only();
     test_pgm();
     test_batcher_sizes();
+    test_batcher_streams();
     test_batcher_errors();
     test_batcher_shuffle();
     test_batcher_uniform();

@@ -1998,12 +1998,12 @@ static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int6
         float *y32 = falloc(ny), *y32b = falloc(ny), *y32c = falloc(ny);
         float *hp32 = falloc(nseq), *hp32b = falloc(nseq);
         float *cache32 = falloc(n * T * S), *cache32b = falloc(n * T * S);
-        dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6), y32,
-                         NULL, NULL, work32, threads);
         dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6),
-                         y32b, hp32, cache32, work32, threads);
+                         NULL, NULL, y32, NULL, NULL, work32, threads);
         dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6),
-                         y32c, hp32b, cache32b, work32, threads);
+                         NULL, NULL, y32b, hp32, cache32, work32, threads);
+        dlrt_rnn_forward(&r, n, fv[0], fv[1], fv[2], F32(3), F32(4), lengths, F32(5), F32(6),
+                         NULL, NULL, y32c, hp32b, cache32b, work32, threads);
         snprintf(what + base, sizeof what - base, " t%d%s", threads, r.fast ? " fast" : "");
         CHECK_CLOSE(t, what, y32, yref, ny, 1e-5);
         CHECK_CLOSE(t, what, hp32, hpref, nseq, 1e-5);
@@ -2015,8 +2015,8 @@ static void test_rnn_case(Tally *t, DlrtRng *rng, DlrtCell cell, int64_t n, int6
 
         /* f64 forward, within rounding of the reference */
         double *y64 = dalloc(ny), *hp64 = dalloc(nseq), *cache64 = dalloc(n * T * S);
-        dlrt_rnn_forward_f64(&r, n, dv[0], dv[1], dv[2], F64(3), F64(4), lengths, F64(5), F64(6),
-                             y64, hp64, cache64, work64, threads);
+        dlrt_rnn_forward_f64(&r, n, dv[0], dv[1], dv[2], F64(3), F64(4), lengths, F64(5),
+                             F64(6), NULL, NULL, y64, hp64, cache64, work64, threads);
         double ey = rel_error_f64(y64, yref, ny), eh = rel_error_f64(hp64, hpref, nseq);
         if (!CHECK(t, ey <= 1e-12 && eh <= 1e-12))
             fprintf(stderr, "    %s f64 forward: y %.3g, hprev %.3g\n", what, ey, eh);
@@ -2143,8 +2143,8 @@ static void test_rnn_activations(Tally *t) {
     dlrt_tanh_forward(N, pre, th);
     for (int fast = 0; fast <= 1; fast++) {
         r.fast = fast == 1;
-        dlrt_rnn_forward(&r, N, x, w_ih, w_hh, NULL, NULL, NULL, NULL, NULL, y, hprev, cache, work,
-                         1);
+        dlrt_rnn_forward(&r, N, x, w_ih, w_hh, NULL, NULL, NULL, NULL, NULL, NULL, NULL, y,
+                         hprev, cache, work, 1);
         double worst_sig = 0, worst_tanh = 0;
         bool same = true, nan = true;
         for (int i = 0; i < N; i++) {
@@ -2209,6 +2209,59 @@ static void test_rnn(Tally *t, DlrtRng *rng) {
     }
 }
 
+/* A stateful layer's chunks: a sequence run as two chunks, the second
+ * starting from the states the first ended in (hn and cn written over h0
+ * and c0, as a stateful layer's generated code does), gives what one run
+ * over the whole gives, and the same final states. */
+static void test_rnn_chunks(Tally *t, DlrtRng *rng) {
+    enum { N = 5, T = 6, A = 2, F = 3, H = 4 }; /* chunks of A and T - A steps */
+    for (int cell = DLRT_CELL_RNN_TANH; cell <= DLRT_CELL_GRU; cell++) {
+        for (int threads = 1; threads <= 2; threads++) {
+            DlrtRnn r = {.cell = (DlrtCell)cell, .steps = T, .input = F, .hidden = H};
+            int64_t gh = rnn_gates_of(r.cell) * H;
+            float *x = falloc(N * T * F), *w_ih = falloc(gh * F), *w_hh = falloc(gh * H);
+            float *b = falloc(gh), *y = falloc(N * T * H), *hn = falloc(N * H);
+            float *cn = falloc(N * H), *xa = falloc(N * A * F), *xb = falloc(N * (T - A) * F);
+            float *ya = falloc(N * A * H), *yb = falloc(N * (T - A) * H);
+            float *h = falloc(N * H), *c = falloc(N * H);
+            fill_random(rng, x, NULL, N * T * F);
+            fill_random(rng, w_ih, NULL, gh * F);
+            fill_random(rng, w_hh, NULL, gh * H);
+            fill_random(rng, b, NULL, gh);
+            for (int64_t i = 0; i < N; i++) {
+                memcpy(xa + i * A * F, x + i * T * F, sizeof *x * A * F);
+                memcpy(xb + i * (T - A) * F, x + (i * T + A) * F, sizeof *x * (T - A) * F);
+            }
+            DlrtRnn ra = r, rb = r;
+            ra.steps = A;
+            rb.steps = T - A;
+            float *work = falloc(dlrt_rnn_workspace(&r, N, threads));
+            dlrt_rnn_forward(&r, N, x, w_ih, w_hh, b, NULL, NULL, NULL, NULL, hn, cn, y, NULL,
+                             NULL, work, threads);
+            dlrt_rnn_forward(&ra, N, xa, w_ih, w_hh, b, NULL, NULL, NULL, NULL, h, c, ya, NULL,
+                             NULL, work, threads);
+            dlrt_rnn_forward(&rb, N, xb, w_ih, w_hh, b, NULL, NULL, h, c, h, c, yb, NULL, NULL,
+                             work, threads);
+            float *whole = falloc(N * T * H);
+            for (int64_t i = 0; i < N; i++) {
+                memcpy(whole + i * T * H, ya + i * A * H, sizeof *y * A * H);
+                memcpy(whole + (i * T + A) * H, yb + i * (T - A) * H, sizeof *y * (T - A) * H);
+            }
+            char what[64];
+            snprintf(what, sizeof what, "rnn chunks %s t%d", rnn_cell_names[cell], threads);
+            CHECK_VALUES(t, what, whole, y, N * T * H, 1e-6);
+            CHECK_VALUES(t, what, h, hn, N * H, 1e-6);
+            if (r.cell == DLRT_CELL_LSTM)
+                CHECK_VALUES(t, what, c, cn, N * H, 1e-6);
+            else /* not an LSTM's: cn stays as it was */
+                CHECK(t, isnan(cn[0]) && isnan(c[N * H - 1]));
+            float *bufs[] = {x, w_ih, w_hh, b, y, hn, cn, xa, xb, ya, yb, h, c, work, whole};
+            for (size_t k = 0; k < sizeof bufs / sizeof *bufs; k++)
+                free(bufs[k]);
+        }
+    }
+}
+
 /* dlrt_alloc: zeroed memory on a cache line (the generated networks'
  * buffers), for sizes that are not multiples of the line too; NULL when the
  * size overflows. */
@@ -2259,6 +2312,7 @@ static int run_unit_tests(void) {
     test_sum(&t, &rng);
     test_rnn_activations(&t);
     test_rnn(&t, &rng);
+    test_rnn_chunks(&t, &rng);
     printf("%d passed, %d failed\n", t.passed, t.failed);
     return t.failed ? 1 : 0;
 }
@@ -2395,7 +2449,7 @@ static void run_rnn_case(Case *c) {
     float *work = falloc(wf > wb ? wf : wb), *hprev = falloc(n * T * H);
     float *cache = falloc(n * T * S), *dpre_ih = falloc(n * T * gh);
     float *dpre_hh = r.cell == DLRT_CELL_GRU ? falloc(n * T * gh) : NULL;
-    dlrt_rnn_forward(&r, n, x, w_ih, w_hh, b_ih, b_hh, lengths, h0, c0,
+    dlrt_rnn_forward(&r, n, x, w_ih, w_hh, b_ih, b_hh, lengths, h0, c0, NULL, NULL,
                      output(c, "y", n * (r.last ? 1 : T) * H), hprev, cache, work,
                      dlrt_threads());
     dlrt_rnn_backward(&r, n, dy, cache, hprev, w_hh, lengths, c0, dpre_ih, dpre_hh, work,

@@ -3,7 +3,9 @@
 recurrent network against the same network built of torch.nn.RNN, LSTM,
 GRU, Embedding and Linear modules, on the same weights and batch (lmnet: a
 language model, token ids in and a cross-entropy at every step; vlnet:
-sequences of different lengths, as torch's packed sequences).
+sequences of different lengths, as torch's packed sequences; tbnet:
+stateful layers, truncated backpropagation through time, each training step
+starting from the states the last ended in, detached).
 
   1. the torch modules' own initial weights (seeded) are written as a
      safetensors checkpoint under dlc's parameter names, which are the
@@ -90,6 +92,24 @@ def lmnet():
     return m, forward, {}
 
 
+def tbnet():
+    """embedding(text, vocab=11, dim=5) -> lstm(hidden=6, stateful=true) ->
+    gru(hidden=5, stateful=true) -> dense(11, per_step=true): truncated
+    backpropagation through time, each call starting from the states the
+    last ended in, detached (forward.reset: back to the zero state)"""
+    m = nn.ModuleDict({"e": nn.Embedding(VOCAB, 5), "h": nn.LSTM(5, 6, batch_first=True),
+                       "g": nn.GRU(6, 5, batch_first=True), "out": nn.Linear(5, VOCAB)})
+    state = {}
+
+    def forward(x):
+        y, (hn, cn) = m["h"](m["e"](x), state.get("h"))
+        z, gn = m["g"](y, state.get("g"))
+        state["h"], state["g"] = (hn.detach(), cn.detach()), gn.detach()
+        return m["out"](z)
+    forward.reset = state.clear
+    return m, forward, {}
+
+
 # each sequence's length for vlnet, the longest first, the shortest 1
 LENGTHS = torch.tensor([T, 1, 5, T - 1, 3, 8, 2, 11], dtype=torch.int32)
 
@@ -110,9 +130,9 @@ def vlnet():
 
 
 MODELS = {"lstmnet": lstmnet, "grunet": grunet, "rnnnet": rnnnet, "lmnet": lmnet,
-          "vlnet": vlnet}
+          "vlnet": vlnet, "tbnet": tbnet}
 # the models whose input is token ids and whose labels are per step
-LANGUAGE = {"lmnet"}
+LANGUAGE = {"lmnet", "tbnet"}
 
 
 def rel(a, b):
@@ -164,6 +184,8 @@ def main():
 
     out = os.path.join(work, "logits.bin")
     want = forward(tx).detach()
+    reset = getattr(forward, "reset", lambda: None)  # a stateful network's
+    reset()  # each harness run starts from the zero state
     for n in (BATCH, 1):
         run(harness, "forward", weights, os.path.join(work, "x.bin"), n, out)
         got = torch.from_numpy(numpy.fromfile(out, dtype="float32")).reshape(want[:n].shape)
@@ -201,6 +223,7 @@ def main():
         run(harness64, "gradients", weights, os.path.join(work, "x64.bin"),
             os.path.join(work, "labels.bin"), BATCH, grads)
         m.zero_grad()
+        reset()
         loss_of(forward(tx)).backward()
         got, _ = read_safetensors(grads)
         for name, value in m.named_parameters():
