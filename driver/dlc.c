@@ -499,7 +499,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
     const DlcNetwork *net = NULL;
     for (int i = 0; i < m->nnetworks; i++) {
         const char *name = m->networks[i]->name;
-        if (dlc_is_train_network(name, NULL))
+        if (dlc_is_derived_network(name))
             continue;
         if (net) {
             dlc_error(ctx, m->networks[i]->loc, "a program is built from one network; this file "

@@ -31,13 +31,26 @@ DlcNetwork *dlc_module_find_network(const DlcModule *m, const char *name) {
     return NULL;
 }
 
-bool dlc_is_train_network(const char *name, size_t *base_len) {
-    size_t len = strlen(name);
-    if (len <= 6 || strcmp(name + len - 6, ".train") != 0)
+/* Whether name is NAME followed by suffix, with NAME's length in *base_len. */
+static bool has_suffix(const char *name, const char *suffix, size_t *base_len) {
+    size_t len = strlen(name), n = strlen(suffix);
+    if (len <= n || strcmp(name + len - n, suffix) != 0)
         return false;
     if (base_len)
-        *base_len = len - 6;
+        *base_len = len - n;
     return true;
+}
+
+bool dlc_is_train_network(const char *name, size_t *base_len) {
+    return has_suffix(name, ".train", base_len);
+}
+
+bool dlc_is_step_network(const char *name, size_t *base_len) {
+    return has_suffix(name, ".step", base_len);
+}
+
+bool dlc_is_derived_network(const char *name) {
+    return dlc_is_train_network(name, NULL) || dlc_is_step_network(name, NULL);
 }
 
 DlcNetwork *dlc_network_new(DlcModule *m, const char *name, DlcLoc loc) {

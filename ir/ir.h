@@ -588,6 +588,11 @@ DlcNetwork *dlc_module_find_network(const DlcModule *m, const char *name);
 /* Whether name is that of a training step autodiff built (NAME.train); the
  * length of NAME in *base_len when it is and base_len is not NULL. */
 bool dlc_is_train_network(const char *name, size_t *base_len);
+/* The same for a network at one step that the step pass built (NAME.step). */
+bool dlc_is_step_network(const char *name, size_t *base_len);
+/* Whether name is that of a network a pass built from another (NAME.train,
+ * NAME.step), which targets emit with it. */
+bool dlc_is_derived_network(const char *name);
 
 /* The builder.  Names must be unique in the network: the builder makes a
  * name unique by appending .1, .2, ... when `uniquify` is set, and otherwise

@@ -18,6 +18,8 @@ static const DlcPass table[] = {
                  "as ops", dlc_pass_autodiff},
     {"optimizer", "turn each gradient of NAME.train into the train section's weight update "
                   "(SGD or Adam)", dlc_pass_optimizer},
+    {"step", "build NAME.step: a sequence network at one step, its state carried, to generate "
+             "a token at a time", dlc_pass_step},
 };
 
 const char *const dlc_default_pipeline[] = {"cse", "dce", NULL};

@@ -49,6 +49,7 @@ bool dlc_pass_cse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_recompute(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_step(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 
 /* tile.c: the CPU dlc runs on (caches from sysconf, vector width from
  * cpuid), and --target-cpu's "l1=32K,l2=1M,vector=32,registers=16" over

@@ -492,7 +492,7 @@ bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
         dlc_target_cpu_host(&t);
     for (int i = 0; i < m->nnetworks; i++) {
         DlcNetwork *net = m->networks[i];
-        bool packed = !dlc_is_train_network(net->name, NULL);
+        bool packed = !dlc_is_derived_network(net->name);
         for (int j = 0; j < net->nops; j++) {
             DlcOp *op = net->ops[j];
             if (op->kind == DLC_OP_MAXPOOL) {

@@ -840,6 +840,12 @@ typedef struct DlrtModel {
        a text as `batch` streams, each chunk continuing the last's (row i of
        a batch goes on where row i of the last stopped). */
     void (*reset_state)(void *net);
+    /* NAME_forward_step: one step of n sequences (one token id each, as a float),
+       the scores of the step out, each row going on from its state; NULL
+       where the network has no step form (passes/step.c).  `sample` uses
+       it to generate a token at the cost of one step. */
+    DlrtStatus (*forward_step)(void *net, int64_t n, const float *x, float *out,
+                               DlrtError *err);
     DlrtStatus (*save)(const void *net, const char *path, const DlrtMeta *extra, int nextra,
                        DlrtError *err);
     DlrtStatus (*load)(void *net, const char *path, DlrtMeta **meta, int *nmeta,

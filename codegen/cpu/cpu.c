@@ -52,6 +52,8 @@ typedef struct Cpu {
     DlcCtx *ctx;
     const DlcModule *m;
     const DlcNetwork *infer, *train;
+    const DlcNetwork *step; /* NAME.step (passes/step.c): NAME at one step, for
+                               NAME_forward_step; NULL where it has none */
     const DlcValue *clip;   /* the training step's largest gradient norm (the
                                scalar input its clip_norm reads), which lives in
                                net->clip (NAME_set_clip); NULL without clipping */
@@ -459,7 +461,7 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         if (fn[i].work)
             put(o, ", net->work, net->threads");
         int64_t packed = packed_span(cpu, op);
-        if (packed && train)
+        if (packed && net != cpu->infer)
             put(o, ", NULL");
         else if (packed) {
             put(o, ", net->frozen ? net->packed + %lld : NULL", (long long)packed_at);
@@ -494,7 +496,7 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         put(o, "    LAP(%d);\n", first_row + i);
     }
     put(o, "}\n");
-    if (train)
+    if (net != cpu->infer)
         return;
     if (packed_at != cpu->packed_floats)
         dlc_unreachable("cpu: the packed weights' offsets disagree with their size");
@@ -626,6 +628,19 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
     for (int i = 0; i < net->noutputs; i++)
         put(o, ", %s *out%d", cpu->real, i);
     put(o, ", DlrtError *err);\n");
+    if (cpu->step) {
+        put(o, "/* One step of n <= max_batch sequences: the next %s of each in (one\n"
+               " * per sample), the scores of the step out (%lld per sample), each row\n"
+               " * going on from the state the last call left in its row (%s_reset_state\n"
+               " * starts anew): generating text a token at a time, at the cost of one\n"
+               " * step instead of %s_forward's %lld. */\n",
+            cpu->step->inputs[0]->type.dtype == DLC_I32 ? "token" : "step",
+            (long long)numel(cpu->step->outputs[0]), p, p,
+            (long long)net->inputs[0]->type.dims[0]);
+        put(o, "DlrtStatus %s_forward_step(%s *net, int64_t n", p, T);
+        put_inputs(cpu, o, cpu->step);
+        put(o, ", %s *out0, DlrtError *err);\n", cpu->real);
+    }
     if (cpu->state_rows)
         put(o, "/* The stateful recurrent layers (stateful=true) start each call from the\n"
                " * state the last call ended in, sample by sample (row i of a batch\n"
@@ -695,7 +710,10 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
            "    return net->grads;\n}\n\n", R, T, (long long)cpu->grad_floats);
     /* a step's final states become the next step's first once its backward
        pass, which reads the first (c0), is done */
-    if (cpu->state_rows) {
+    bool carries = false; /* the step has a stateful layer (NAME.step may alone) */
+    for (int i = 0; i < tn->nops; i++)
+        carries |= state_key(tn->ops[i]) != NULL;
+    if (carries) {
         put(o, "static void carry_state(%s *net, int64_t n) {\n"
                "    int64_t b = net->max_batch;\n", T);
         for (int i = 0; i < tn->nops; i++) {
@@ -736,7 +754,7 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
                 put(o, ", %s", v->type.batched ? ident(cpu, v->name) : k == 0 ? "lr" : "0");
         }
         put(o, ");\n%s    *loss = %s[0];\n    return DLRT_OK;\n}\n\n",
-            k == 0 && cpu->state_rows ? "    carry_state(net, n);\n" : "",
+            k == 0 && carries ? "    carry_state(net, n);\n" : "",
             where(cpu, st, tn->outputs[0]));
     }
     put(o, "DlrtTensor %s_gradient(%s *net, int i) {\n"
@@ -749,6 +767,23 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
            "    return t;\n}\n\n");
 }
 
+/* forward_step: NAME_forward at one step, going on from the state. */
+static void put_step_api(Cpu *cpu, Out *o, const DlcMemPlan *ss) {
+    const char *p = cpu->prefix, *T = cpu->type;
+    const DlcNetwork *sn = cpu->step;
+    const DlcValue *in = sn->inputs[0], *out = sn->outputs[0];
+    put(o, "DlrtStatus %s_forward_step(%s *net, int64_t n", p, T);
+    put_inputs(cpu, o, sn);
+    put(o, ", %s *out0, DlrtError *err) {\n"
+           "    if (n < 1 || n > net->max_batch)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n",
+        cpu->real);
+    put_token_checks(cpu, o, sn);
+    put(o, "    run_step(net, n, %s);\n", ident(cpu, in->name));
+    put(o, "    memcpy(out0, %s, sizeof *out0 * (size_t)(n * %lld));\n"
+           "    return DLRT_OK;\n}\n\n", where(cpu, ss, out), (long long)numel(out));
+}
+
 /* Whether a parameter of the network starts with init (the create
  * function calls its initializer only then). */
 static bool any_init(const Cpu *cpu, DlcInit init) {
@@ -759,7 +794,7 @@ static bool any_init(const Cpu *cpu, DlcInit init) {
 }
 
 static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st,
-                    const Figures *fig) {
+                    const DlcMemPlan *ss, const Figures *fig) {
     const char *p = cpu->prefix, *T = cpu->type;
     const DlcNetwork *net = cpu->infer;
     /* the two networks run one at a time, so they share the activations:
@@ -898,6 +933,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
 
     if (cpu->train)
         put_train_api(cpu, o, st);
+    if (cpu->step)
+        put_step_api(cpu, o, ss);
 
     /* checkpoints: the tensors, and in the metadata the network, the dlc
        version and the steps taken (Adam's bias correction and dropout's
@@ -1041,8 +1078,7 @@ static char *cfg_text(const DlcCfg *v) {
 /* The body of a table function that returns call: for a network of token
  * ids, which the tables pass as floats (a dataset's), call takes x
  * converted to int32 ids, exactly (dlrt_tokens_from_floats). */
-static void put_call_with_ids(Cpu *cpu, Out *o, const char *call) {
-    const DlcValue *in = cpu->infer->inputs[0];
+static void put_call_with_ids(Cpu *cpu, Out *o, const DlcValue *in, const char *call) {
     if (in->type.dtype != DLC_I32) {
         put(o, "    return %s;\n", call);
         return;
@@ -1071,7 +1107,7 @@ static void put_table_functions(Cpu *cpu, Out *o) {
     put(o, "static DlrtTensor model_gradient(void *net, int i) { return %s_gradient(net, i); }\n", p);
     put(o, "static DlrtStatus model_gradients(void *net, int64_t n, const %s *x, const int32_t *labels,\n"
            "                                  %s *loss, DlrtError *err) {\n", R, R);
-    put_call_with_ids(cpu, o, dlc_arena_printf(&cpu->arena, "%s_gradients(net, n, x, labels, loss, err)", p));
+    put_call_with_ids(cpu, o, cpu->infer->inputs[0], dlc_arena_printf(&cpu->arena, "%s_gradients(net, n, x, labels, loss, err)", p));
     put(o, "}\n");
 }
 
@@ -1097,18 +1133,24 @@ static void put_model(Cpu *cpu, Out *o) {
     put(o, "\n/* ---- the command line (dlrt_main) ---- */\n\n");
     put_table_functions(cpu, o);
     put(o, "static DlrtStatus model_forward(void *net, int64_t n, const float *x, float *out, DlrtError *err) {\n");
-    put_call_with_ids(cpu, o, dlc_arena_printf(&cpu->arena, "%s_forward(net, n, x, out, err)", p));
+    put_call_with_ids(cpu, o, cpu->infer->inputs[0], dlc_arena_printf(&cpu->arena, "%s_forward(net, n, x, out, err)", p));
     put(o, "}\n");
     put(o, "static DlrtStatus model_freeze(void *net, DlrtError *err) { return %s_freeze(net, err); }\n", p);
     put(o, "static DlrtStatus model_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
            "                                   float lr, float *loss, DlrtError *err) {\n");
-    put_call_with_ids(cpu, o, dlc_arena_printf(&cpu->arena, "%s_train_step(net, n, x, labels, lr, loss, err)", p));
+    put_call_with_ids(cpu, o, cpu->infer->inputs[0], dlc_arena_printf(&cpu->arena, "%s_train_step(net, n, x, labels, lr, loss, err)", p));
     put(o, "}\n");
     if (cpu->clip)
         put(o, "static void model_set_clip(void *net, double clip) { %s_set_clip(net, (float)clip); }\n",
             p);
     if (cpu->state_rows)
         put(o, "static void model_reset_state(void *net) { %s_reset_state(net); }\n", p);
+    if (cpu->step) {
+        put(o, "static DlrtStatus model_forward_step(void *net, int64_t n, const float *x, float *out, DlrtError *err) {\n");
+        put_call_with_ids(cpu, o, cpu->step->inputs[0],
+                          dlc_arena_printf(&cpu->arena, "%s_forward_step(net, n, x, out, err)", p));
+        put(o, "}\n");
+    }
     put(o, "static DlrtStatus model_save(const void *net, const char *path, const DlrtMeta *extra,\n"
            "                             int nextra, DlrtError *err) {\n"
            "    return %s_save_with(net, path, extra, nextra, err);\n}\n", p);
@@ -1181,6 +1223,8 @@ static void put_model(Cpu *cpu, Out *o) {
         put(o, ",\n    .clip = %.17g,\n    .set_clip = model_set_clip", clip_default(cpu));
     if (cpu->state_rows)
         put(o, ",\n    .reset_state = model_reset_state");
+    if (cpu->step)
+        put(o, ",\n    .forward_step = model_forward_step");
     put(o, ",\n    .arena = {%s_ARENA_PER_SAMPLE, %s_ARENA_FIXED},\n"
            "    .naive = {%s_NAIVE_PER_SAMPLE, %s_NAIVE_FIXED},\n"
            "    .lower_bound = {%s_LOWER_BOUND_PER_SAMPLE, %s_LOWER_BOUND_FIXED}",
@@ -1215,6 +1259,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     snprintf(train_name, sizeof train_name, "%s.train", net->name);
     cpu.train = dlc_module_find_network(m, train_name);
     cpu.clip = clip_input(cpu.train);
+    snprintf(train_name, sizeof train_name, "%s.step", net->name);
+    cpu.step = dlc_module_find_network(m, train_name);
     const char *pre = cpu.prefix;
     snprintf(cpu.type, sizeof cpu.type, "%c%s", pre[0] >= 'a' && pre[0] <= 'z' ? pre[0] - 'a' + 'A'
                                                                               : pre[0], pre + 1);
@@ -1228,6 +1274,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     dlc_map_init(&cpu.state_off, &cpu.arena);
     add_states(&cpu, net);
     add_states(&cpu, cpu.train);
+    add_states(&cpu, cpu.step);
     for (int i = 0; i < net->ninputs; i++) {
         const DlcValue *in = net->inputs[i];
         if (in->type.batched && in->type.dtype == DLC_I32
@@ -1244,11 +1291,13 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     for (int i = 0; i < net->nops; i++)
         cpu.packed_floats += packed_span(&cpu, net->ops[i]);
 
-    DlcMemPlan si, st;
+    DlcMemPlan si, st, ss;
     DlcPlanKind kind = !opt || opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
     dlc_plan_memory(&cpu.arena, net, kind, false, &si);
     if (cpu.train)
         dlc_plan_memory(&cpu.arena, cpu.train, kind, false, &st);
+    if (cpu.step)
+        dlc_plan_memory(&cpu.arena, cpu.step, kind, false, &ss);
     add_gradient_copies(&cpu);
 
     char hname[300], cname[300];
@@ -1258,6 +1307,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     h.f = open_memstream(&h.buf, &h.len);
     c.f = open_memstream(&c.buf, &c.len);
     Figures fig = figures(&si, cpu.train ? &st : &si);
+    if (cpu.step) /* the third network shares the activations too */
+        fig = figures(&(DlcMemPlan){.size = {fig.arena[0], fig.arena[1]},
+                                    .naive = {fig.naive[0], fig.naive[1]},
+                                    .lower = {fig.lower[0], fig.lower[1]}},
+                      &ss);
     put_header(&cpu, &h, &fig);
     put(&c, "/* %s — generated by dlc %s from %s; do not edit.\n *\n"
             " * One function per op (its IR in a comment above it, its .dl line in a\n"
@@ -1286,12 +1340,17 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             " * profile (OP_ROWS); run_infer and run_train lap after each op. */\n"
             "#define LAP(K) (net->profile ? (void)(lap = dlrt_profile_lap(net->profile, (K), lap)) : (void)0)\n");
     cpu.op_rows = dlc_arena_alloc(&cpu.arena, sizeof(char *) *
-                                  (size_t)(net->nops + (cpu.train ? cpu.train->nops : 0) + 1));
+                                  (size_t)(net->nops + (cpu.train ? cpu.train->nops : 0) +
+                                           (cpu.step ? cpu.step->nops : 0) + 1));
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {
         put(&c, "\n/* ---- training step: network @%s ---- */\n", cpu.train->name);
         put_network(&cpu, &c, cpu.train, &st, "train");
+    }
+    if (cpu.step) {
+        put(&c, "\n/* ---- one step: network @%s ---- */\n", cpu.step->name);
+        put_network(&cpu, &c, cpu.step, &ss, "step");
     }
     put(&c, "\n/* The profile's rows (DLRT_PROFILE=1): the ops, in the order of LAP. */\n"
             "static const char *const OP_ROWS[%d] = {\n", cpu.nop_rows ? cpu.nop_rows : 1);
@@ -1300,7 +1359,7 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     if (!cpu.nop_rows)
         put(&c, "    NULL, /* no op: ISO C has no empty array */\n");
     put(&c, "};\n");
-    put_api(&cpu, &c, &si, cpu.train ? &st : NULL, &fig);
+    put_api(&cpu, &c, &si, cpu.train ? &st : NULL, cpu.step ? &ss : NULL, &fig);
     if (is_classifier(cpu.infer, cpu.train) && f64) {
         put_check(&cpu, &c);
         put(&h, "\n/* The network in f64, for the gradient check of a generated program. */\n"
@@ -1328,15 +1387,15 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
                      const char *dir) {
     bool ok = true;
     for (int i = 0; i < m->nnetworks; i++) {
-        if (dlc_is_train_network(m->networks[i]->name, NULL))
+        if (dlc_is_derived_network(m->networks[i]->name))
             continue; /* emitted with its network */
         ok &= emit_network(ctx, m, m->networks[i], opt, dir);
     }
     return ok;
 }
 
-const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "cse", "dce", "fuse",
-                                      "tile", "recompute", NULL};
+const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "step", "cse", "dce",
+                                      "fuse", "tile", "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "cpu",

@@ -181,7 +181,7 @@ static bool nvptx_emit_ptx(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions
     const DlcNetwork *net = NULL;
     int count = 0;
     for (int i = 0; i < m->nnetworks; i++)
-        if (!dlc_is_train_network(m->networks[i]->name, NULL)) {
+        if (!dlc_is_derived_network(m->networks[i]->name)) {
             net = net ? net : m->networks[i];
             count++;
         }
@@ -578,7 +578,7 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
 static bool nvptx_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt, const char *dir) {
     bool ok = true;
     for (int i = 0; i < m->nnetworks && ok; i++) {
-        if (dlc_is_train_network(m->networks[i]->name, NULL))
+        if (dlc_is_derived_network(m->networks[i]->name))
             continue;
         Gpu g;
         ok = gpu_init(&g, ctx, m, m->networks[i], opt) && emit_host(&g, opt, dir);

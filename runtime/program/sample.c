@@ -8,12 +8,16 @@
  * (below 1 the likeliest characters gain, above 1 the others), among the
  * vocabulary's characters.
  *
- * The network reads its T steps from a zero state, as it was trained, so
- * the context is the last T characters.  A shorter one (at the start) fills
- * the first steps of the window, the rest being id 0: in a causal network
- * (no recurrent layer runs backwards) the scores at the context's last
- * step do not depend on what follows it.  Each character costs one
- * inference over the window. */
+ * With a step form (NAME_forward_step: the network at one step, its recurrent
+ * layers carrying their state), the prime is read a character at a time
+ * from the zero state, and each new character costs one step: the context
+ * is everything read so far.  Without one, the network reads its T steps
+ * from a zero state, as it was trained, so the context is the last T
+ * characters.  A shorter one (at the start) fills the first steps of the
+ * window, the rest being id 0: in a causal network (no recurrent layer
+ * runs backwards) the scores at the context's last step do not depend on
+ * what follows it.  Each character then costs one inference over the
+ * window. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,7 +89,25 @@ int dlrt_sample_command(const DlrtModel *m, const Options *o) {
         ids = grown;
     DlrtRng rng;
     dlrt_rng_seed(&rng, o->seed);
-    if (st == DLRT_OK) {
+    /* among the vocabulary's characters: an embedding may take more ids
+       than the text had characters, which no label ever named */
+    int64_t choices = vocab.size < classes ? vocab.size : classes;
+    if (st == DLRT_OK && m->forward_step) {
+        fputs(o->prime, stdout);
+        m->reset_state(net);
+        for (int64_t k = 0; k < n && st == DLRT_OK; k++) { /* the prime */
+            float id = (float)ids[k];
+            st = m->forward_step(net, 1, &id, scores, &err);
+        }
+        for (int64_t k = 0; k < o->length && st == DLRT_OK; k++) {
+            ids[n] = draw(scores, choices, o->temperature, &rng);
+            float id = (float)ids[n];
+            if ((st = put_char(&vocab, ids[n++], &err)) == DLRT_OK)
+                st = m->forward_step(net, 1, &id, scores, &err);
+        }
+        fputc('\n', stdout);
+        fflush(stdout);
+    } else if (st == DLRT_OK) {
         fputs(o->prime, stdout);
         for (int64_t k = 0; k < o->length && st == DLRT_OK; k++) {
             int64_t context = n < steps ? n : steps;
@@ -95,9 +117,6 @@ int dlrt_sample_command(const DlrtModel *m, const Options *o) {
                 m->reset_state(net);
             if ((st = m->forward(net, 1, window, scores, &err)) != DLRT_OK)
                 break;
-            /* among the vocabulary's characters: an embedding may take more
-               ids than the text had characters, which no label ever named */
-            int64_t choices = vocab.size < classes ? vocab.size : classes;
             ids[n] = draw(scores + (context - 1) * classes, choices, o->temperature, &rng);
             st = put_char(&vocab, ids[n++], &err);
         }

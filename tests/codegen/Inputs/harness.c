@@ -18,6 +18,10 @@
  *       without updating (NET_gradients), print the loss, save the gradient
  *       of every trainable tensor to RESULT under the tensor's name (needs
  *       -DNTENSORS=NAME_TENSORS, the header's macro, at compile time)
+ *   harness steps WEIGHTS INPUT N OUTPUT
+ *       as forward, a step at a time (NET_forward_step, from NET_reset_state's
+ *       zero state: -DSTEPS at compile time, for a network with a step
+ *       form), the steps' scores written where forward writes them
  *   harness fresh SEED RESULT
  *       create with fresh initialization from SEED and save it
  *   harness freeze SEED N SCRATCH
@@ -202,6 +206,35 @@ int main(int argc, char **argv) {
         API(_free)(net);
         return 0;
     }
+#ifdef STEPS
+    if (argc == 6 && strcmp(argv[1], "steps") == 0) {
+        long n = atol(argv[4]), per = OUT_SIZE / IN_SIZE; /* scores per step */
+        NET_T *net;
+        check(API(_create)(&net, n, 0, &err), &err);
+        check(API(_load)(net, argv[2], &err), &err);
+        IN_T *x = read_all(argv[3], sizeof(IN_T) * (size_t)(n * IN_SIZE));
+        IN_T *column = malloc(sizeof(IN_T) * (size_t)n);
+        REAL *step = malloc(sizeof(REAL) * (size_t)(n * per));
+        REAL *y = malloc(sizeof(REAL) * (size_t)(n * OUT_SIZE));
+        API(_reset_state)(net);
+        for (long t = 0; t < IN_SIZE; t++) {
+            for (long i = 0; i < n; i++)
+                column[i] = x[i * IN_SIZE + t];
+            check(API(_forward_step)(net, n, column, step, &err), &err);
+            for (long i = 0; i < n; i++)
+                memcpy(y + i * OUT_SIZE + t * per, step + i * per, sizeof(REAL) * (size_t)per);
+        }
+        FILE *f = fopen(argv[5], "wb");
+        fwrite(y, sizeof(REAL), (size_t)(n * OUT_SIZE), f);
+        fclose(f);
+        free(x);
+        free(column);
+        free(step);
+        free(y);
+        API(_free)(net);
+        return 0;
+    }
+#endif
     if ((argc == 9 || argc == 10) && strcmp(argv[1], "train") == 0) {
         long n = atol(argv[5]), steps = atol(argv[7]);
         REAL lr = (REAL)strtod(argv[6], NULL);

@@ -11,7 +11,8 @@ starting from the states the last ended in, detached).
      safetensors checkpoint under dlc's parameter names, which are the
      modules' state_dict names (h.weight_ih_l0, h.bias_hh_l1_reverse, ...);
   2. forward: the harness's logits against the modules' (in f64), relative
-     error < 1e-5, at the full batch and at batch 1;
+     error < 1e-5, at the full batch and at batch 1; a language model's
+     also a step at a time (NAME_forward_step);
   3. training: STEPS steps of SGD with momentum 0.9 on one batch: each loss,
      then every parameter and momentum buffer of dlc's checkpoint loaded
      into the modules by load_state_dict (strict), against torch.optim.SGD,
@@ -190,6 +191,11 @@ def main():
         run(harness, "forward", weights, os.path.join(work, "x.bin"), n, out)
         got = torch.from_numpy(numpy.fromfile(out, dtype="float32")).reshape(want[:n].shape)
         check(f"forward logits at batch {n}", rel(got.double(), want[:n]))
+
+    if language:  # a step at a time (NAME_forward_step), from the zero state
+        run(harness, "steps", weights, os.path.join(work, "x.bin"), BATCH, out)
+        got = torch.from_numpy(numpy.fromfile(out, dtype="float32")).reshape(want.shape)
+        check(f"logits a step at a time at batch {BATCH}", rel(got.double(), want))
 
     result = os.path.join(work, "trained.safetensors")
     stdout = run(harness, "train", weights, os.path.join(work, "x.bin"),
