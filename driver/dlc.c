@@ -19,6 +19,10 @@
 #include "../codegen/codegen.h"
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
+#include "dlc_commit.h" /* DLC_COMMIT, written by the build (cmake/commit.cmake) */
+
+/* What --version says, and what a program dlc builds says built it. */
+#define DLC_BUILT_BY "dlc " DLC_VERSION " (commit " DLC_COMMIT ")"
 
 typedef enum Emit { EMIT_GUESS, EMIT_IR, EMIT_DOT, EMIT_C, EMIT_EXE, EMIT_PTX } Emit;
 typedef enum InputKind { INPUT_GUESS, INPUT_DL, INPUT_DLIR } InputKind;
@@ -97,7 +101,7 @@ static void usage(FILE *out) {
         "                         fit, and it is an error if they cannot be\n"
         "  -Werror                treat warnings as errors\n"
         "  -w                     do not print warnings\n"
-        "  --version              print the version and exit\n"
+        "  --version              print the version and the commit and exit\n"
         "  --help                 print this help and exit\n"
         "\n"
         "FILE may be '-' for standard input.  Exit status: 0 on success, 1 when the\n"
@@ -350,7 +354,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_LIST_PASSES: list_passes(); exit(0);
         case OPT_LIST_OPS: list_ops(); exit(0);
         case OPT_SPLIT: o->split_input = true; break;
-        case OPT_VERSION: printf("dlc %s\n", DLC_VERSION); exit(0);
+        case OPT_VERSION: printf("%s\n", DLC_BUILT_BY); exit(0);
         case OPT_HELP: usage(stdout); exit(0);
         case OPT_WERROR: break; /* read again in main, it sits in the context */
         case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
@@ -603,6 +607,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
                    "int main(int argc, char **argv) {\n"
                    "    DlrtModel model = %s_model;\n"
                    "    model.check = &%s_f64_check;\n"
+                   "    model.dlc = \"" DLC_BUILT_BY "\";\n"
                    "%s%s%s"
                    "    return dlrt_main(argc, argv, &model);\n}\n",
                 net->name, net->name, net->name, net->name, opt->cuda ? "    model.cuda = " : "",
