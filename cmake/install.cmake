@@ -109,4 +109,6 @@ set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "build-essential, libopenblas-dev, zlib1g-dev, libgomp1, libllvm16")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pkg-config, cmake")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+# a shlibs file for packages built against libdlrt.so, and the ldconfig trigger
+set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 include(CPack)
