@@ -9,6 +9,7 @@
  * options. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +19,10 @@
 #include "../codegen/codegen.h"
 #include "../frontend/frontend.h"
 #include "../passes/passes.h"
+#include "dlc_commit.h" /* DLC_COMMIT, written by the build (cmake/commit.cmake) */
+
+/* What --version says, and what a program dlc builds says built it. */
+#define DLC_BUILT_BY "dlc " DLC_VERSION " (commit " DLC_COMMIT ")"
 
 typedef enum Emit { EMIT_GUESS, EMIT_IR, EMIT_DOT, EMIT_C, EMIT_EXE, EMIT_PTX } Emit;
 typedef enum InputKind { INPUT_GUESS, INPUT_DL, INPUT_DLIR } InputKind;
@@ -96,7 +101,7 @@ static void usage(FILE *out) {
         "                         fit, and it is an error if they cannot be\n"
         "  -Werror                treat warnings as errors\n"
         "  -w                     do not print warnings\n"
-        "  --version              print the version and exit\n"
+        "  --version              print the version and the commit and exit\n"
         "  --help                 print this help and exit\n"
         "\n"
         "FILE may be '-' for standard input.  Exit status: 0 on success, 1 when the\n"
@@ -349,7 +354,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         case OPT_LIST_PASSES: list_passes(); exit(0);
         case OPT_LIST_OPS: list_ops(); exit(0);
         case OPT_SPLIT: o->split_input = true; break;
-        case OPT_VERSION: printf("dlc %s\n", DLC_VERSION); exit(0);
+        case OPT_VERSION: printf("%s\n", DLC_BUILT_BY); exit(0);
         case OPT_HELP: usage(stdout); exit(0);
         case OPT_WERROR: break; /* read again in main, it sits in the context */
         case OPT_NO_PLAN_MEMORY: o->codegen.plan_memory = false; break;
@@ -481,10 +486,65 @@ static int add_words(char **argv, int n, int max, char *list) {
     return n;
 }
 
+/* Where the runtime's header and libraries are. */
+typedef struct RuntimePaths {
+    char include[PATH_MAX + 8];      /* "-I" and the folder of dlrt.h */
+    char program_lib[PATH_MAX + 32]; /* libdlrt_program.a */
+    char lib[PATH_MAX + 32];         /* libdlrt.a */
+} RuntimePaths;
+
+/* a and b into buf; false if it does not fit. */
+static bool join(char *buf, size_t size, const char *a, const char *b) {
+    int n = snprintf(buf, size, "%s%s", a, b);
+    return n >= 0 && (size_t)n < size;
+}
+
+/* The runtime this dlc goes with.  Run from its build folder
+ * (DLC_BUILD_DIR), it is the build's (DLC_RUNTIME_*, set by CMake);
+ * anywhere else, dlc has been installed (or its prefix moved), and the
+ * runtime is the one installed beside it: DLC_INSTALL_*_REL, relative to
+ * the folder of this executable, never the source tree. */
+static bool runtime_paths(DlcCtx *ctx, RuntimePaths *rp) {
+    char exe[PATH_MAX], here[PATH_MAX], build[PATH_MAX];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k <= 0) {
+        dlc_error(ctx, DLC_NOLOC, "cannot find the dlc executable (/proc/self/exe): %s",
+                  strerror(errno));
+        return false;
+    }
+    exe[k] = '\0';
+    *strrchr(exe, '/') = '\0';
+    if (realpath(exe, here) && realpath(DLC_BUILD_DIR, build) && strcmp(here, build) == 0)
+        return join(rp->include, sizeof rp->include, "-I", DLC_RUNTIME_INCLUDE) &&
+               join(rp->program_lib, sizeof rp->program_lib, DLC_RUNTIME_PROGRAM_LIB, "") &&
+               join(rp->lib, sizeof rp->lib, DLC_RUNTIME_LIB, "");
+    char header[PATH_MAX + 16];
+    bool fits = join(rp->include, sizeof rp->include, "-I", exe) &&
+                join(header, sizeof header, rp->include + 2, "/" DLC_INSTALL_INCLUDE_REL) &&
+                join(rp->include, sizeof rp->include, "-I", header) &&
+                join(header, sizeof header, rp->include + 2, "/dlrt.h") &&
+                join(rp->program_lib, sizeof rp->program_lib, exe,
+                     "/" DLC_INSTALL_LIB_REL "/libdlrt_program.a") &&
+                join(rp->lib, sizeof rp->lib, exe, "/" DLC_INSTALL_LIB_REL "/libdlrt.a");
+    if (!fits) {
+        dlc_error(ctx, DLC_NOLOC, "the folder of dlc is too long a path: '%s'", exe);
+        return false;
+    }
+    const char *missing = access(header, R_OK) != 0            ? header
+                          : access(rp->program_lib, R_OK) != 0 ? rp->program_lib
+                          : access(rp->lib, R_OK) != 0         ? rp->lib
+                                                               : NULL;
+    if (missing) {
+        dlc_error(ctx, DLC_NOLOC, "the runtime installed with dlc is missing: cannot read '%s' "
+                  "(reinstall dlc, or use --emit=c)", missing);
+        return false;
+    }
+    return true;
+}
+
 /* --emit=exe: the C target into a temporary folder, a main that calls
  * dlrt_main, the system C compiler ($CC, else cc) at -O3 for this CPU,
- * libdlrt, and a rename into place.  Paths to the runtime are those of the
- * build (DLC_RUNTIME_*, set by CMake). */
+ * libdlrt, and a rename into place.  Paths to the runtime: runtime_paths. */
 static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
                           const char *output) {
     const DlcEmitOptions *opt = &o->codegen;
@@ -547,6 +607,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
                    "int main(int argc, char **argv) {\n"
                    "    DlrtModel model = %s_model;\n"
                    "    model.check = &%s_f64_check;\n"
+                   "    model.dlc = \"" DLC_BUILT_BY "\";\n"
                    "%s%s%s"
                    "    return dlrt_main(argc, argv, &model);\n}\n",
                 net->name, net->name, net->name, net->name, opt->cuda ? "    model.cuda = " : "",
@@ -556,20 +617,22 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
         dlc_error(ctx, DLC_NOLOC, "cannot write '%s': %s", mainfile, strerror(errno));
         ok = false;
     }
+    RuntimePaths rp;
+    ok = ok && runtime_paths(ctx, &rp);
     if (ok) {
         char cflags[] = DLC_RUNTIME_CFLAGS, libs[] = DLC_RUNTIME_LIBS;
         const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
         char *argv[64] = {(char *)cc, "-std=c11", "-O3", "-march=native"};
         int n = add_words(argv, 4, 64, cflags);
-        argv[n++] = "-I" DLC_RUNTIME_INCLUDE;
+        argv[n++] = rp.include;
         argv[n++] = inc;
         argv[n++] = cfile;
         argv[n++] = cfile64;
         if (opt->cuda)
             argv[n++] = cudafile;
         argv[n++] = mainfile;
-        argv[n++] = DLC_RUNTIME_PROGRAM_LIB;
-        argv[n++] = DLC_RUNTIME_LIB;
+        argv[n++] = rp.program_lib;
+        argv[n++] = rp.lib;
         n = add_words(argv, n, 60, libs);
         argv[n++] = "-lm";
         argv[n++] = "-o";

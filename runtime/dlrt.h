@@ -865,10 +865,15 @@ typedef struct DlrtModel {
     const struct DlrtModel *cuda;
     const char *device;        /* "cpu" or "cuda": which this table runs on
                                   (NULL reads as "cpu") */
+    const char *dlc;           /* the dlc that built the program, for
+                                  --version and info: "dlc 0.1.0 (commit
+                                  1a2b3c4d5e6f)"; set by the main that
+                                  `dlc -o` writes (NULL: not known) */
 } DlrtModel;
 
 /* The generated program's main: `train`, `eval`, `predict`, `bench`,
- * `gradcheck`, `check` and `info`, with --help (runtime/program/program.c).
+ * `gradcheck`, `check` and `info`, with --help and --version
+ * (runtime/program/program.c).
  * Returns the exit status: 0 on success, 1 on errors in data, files or
  * training, 2 on bad usage. */
 int dlrt_main(int argc, char **argv, const DlrtModel *model);

@@ -8,6 +8,10 @@
 #   %tests      this folder
 #   %bin        the folder of this build's test programs (test_data, ...)
 #   %cc         the build's C compiler, warnings as errors, sanitizers as built
+#   %cc_bare    the same without -I runtime/ (for an installed dlc)
+#   %build      the build folder; %cmake, %cpack: the build's CMake tools
+#   %prefix, %libdir  the install prefix and library folder it configured
+#   %sanitize   the sanitizer flags of the build (empty without)
 #   %dlrt       libdlrt and the libraries it needs, to link generated code
 #               (what a product that embeds a network links)
 #   %dlrt_program  libdlrt_program (dlrt_main, the program's command line)
@@ -39,10 +43,24 @@ if dlc_flags:
 config.substitutions.append(("%bin", config.bin))
 # compiling generated code: the build's compiler (with its sanitizers) and
 # libdlrt (and libdlrt_program) with what they link
-cflags = "-std=c11 -O1 -g -Wall -Wextra -Werror -I" + os.path.join(config.source_root, "runtime")
+sanitize = ""
 if config.sanitize.upper() in ("ON", "1", "TRUE", "YES"):
-    cflags += " -fsanitize=address,undefined -fno-sanitize-recover=undefined"
-config.substitutions.append(("%cc", config.cc + " " + cflags))
+    sanitize = "-fsanitize=address,undefined -fno-sanitize-recover=undefined"
+cflags = "-std=c11 -O1 -g -Wall -Wextra -Werror " + sanitize
+# %cc_bare: without the source tree's runtime/, for building against an
+# installed dlc (tests/install/); first, before %cc replaces its start
+config.substitutions.append(("%cc_bare", (config.cc + " " + cflags).strip()))
+config.substitutions.append(("%cc", config.cc + " " + cflags + " -I" +
+                             os.path.join(config.source_root, "runtime")))
+# installing: the build folder, the cmake and cpack that configured it, the
+# install layout, and the sanitizer flags a product must build with to link
+# this build's libdlrt
+config.substitutions.append(("%build", config.build_root))
+config.substitutions.append(("%cmake", config.cmake))
+config.substitutions.append(("%cpack", config.cpack))
+config.substitutions.append(("%libdir", config.libdir))
+config.substitutions.append(("%prefix", config.prefix))
+config.substitutions.append(("%sanitize", sanitize))
 # %dlrt_program before %dlrt, which would otherwise replace its start
 config.substitutions.append(("%dlrt_program", config.dlrt_program_link))
 config.substitutions.append(("%dlrt", config.dlrt_link))

@@ -92,6 +92,7 @@ static int info(const DlrtModel *m, const Options *o) {
     printf("activations: %.1f MiB planned; %.1f MiB with a slot for every value; "
            "%.1f MiB live at once at most\n", plan_mib(m->arena, o->batch),
            plan_mib(m->naive, o->batch), plan_mib(m->lower_bound, o->batch));
+    printf("compiled by: %s\n", m->dlc ? m->dlc : "dlc (version not recorded)");
     Report r = dlrt_report_new("info");
     r.seconds = dlrt_clock() - start;
     return dlrt_report_write(m, o, &r) ? 0 : 1;
@@ -165,6 +166,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --threads N        threads of the kernels, 1 to %d (%lld: the online CPUs)\n"
             "  --report FILE.json what the command measured, as one JSON object\n"
             "  --help\n"
+            "  --version          the network, its source and the dlc that compiled it\n"
             "\n"
             "train and eval (defaults from the network's train section):\n"
             "  --data DIR         IDX folder (train-images-idx3-ubyte[.gz], ...), or a\n"
@@ -557,6 +559,11 @@ int dlrt_main(int argc, char **argv, const DlrtModel *m) {
     const char *name = argv[1];
     if (strcmp(name, "--help") == 0 || strcmp(name, "help") == 0)
         return usage(m, stdout);
+    if (strcmp(name, "--version") == 0) {
+        printf("%s: the network '%s' from %s, compiled by %s\n", argv[0], m->name, m->source,
+               m->dlc ? m->dlc : "dlc (version not recorded)");
+        return 0;
+    }
     const Command *cmd = NULL;
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(name, commands[i].name) == 0)
