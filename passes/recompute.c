@@ -30,6 +30,17 @@
  * rarely live then (the argmax lets it die at the pooling).  A ReLU fused
  * into a convolution is not cheap: the convolution is not recomputed.
  *
+ * A recurrent layer's training form is not cheap either, but what it keeps
+ * for backpropagation through time (hprev and cache: its gates at every
+ * step, 5H per step for an LSTM) is often the largest value of a sequence
+ * network.  Only when no cheap value at the peak qualifies, the whole
+ * training form runs again just before its gradient, from its input (which
+ * the input's weight gradient keeps live anyway) and its state, and the
+ * readers of all its results from there on read the copy's: the gates are
+ * computed again instead of stored, at the cost of a second forward pass
+ * of the layer, with the same bits (a stateful layer's state changes only
+ * after the step).
+ *
  * Without a budget the pass does nothing.  It is the last pass of the C
  * target's pipeline: CSE after it would merge the copies back.
  *
@@ -92,6 +103,9 @@ typedef struct Copy {
     DlcOpKind kind;
     DlcValue *in[8];
     int nin, nparams;
+    int nout;       /* its results: v's op's (a recurrent training form's
+                       three), or v alone */
+    bool costly;    /* the recurrent training form: a forward pass again */
     DlcAttr attrs[DLC_MAX_ATTRS];
 } Copy;
 
@@ -99,6 +113,7 @@ static bool copy_of(const DlcValue *v, Copy *c) {
     const DlcOp *d = v->def;
     memset(c, 0, sizeof *c);
     c->kind = d->kind;
+    c->nout = 1;
     memcpy(c->attrs, d->attrs, sizeof c->attrs);
     /* the activations (dlc_op_is_activation) and these, computed again as
        they are */
@@ -117,6 +132,14 @@ static bool copy_of(const DlcValue *v, Copy *c) {
             return false;
         memcpy(c->in, d->in, sizeof *d->in * (size_t)d->nin);
         c->nin = d->nin, c->nparams = d->nparams;
+        return true;
+    }
+    if (dlc_op_is_recurrent_train(d->kind)) { /* (x[, lengths], @w_ih, ...) -> (y, hprev, cache) */
+        if (v->result == 0 || d->nin > (int)(sizeof c->in / sizeof *c->in))
+            return false;
+        memcpy(c->in, d->in, sizeof *d->in * (size_t)d->nin);
+        c->nin = d->nin, c->nparams = d->nparams, c->nout = d->nout;
+        c->costly = true;
         return true;
     }
     switch (d->kind) {
@@ -179,14 +202,16 @@ static int next_reader(const DlcNetwork *net, const DlcValue *v, int after) {
 }
 
 /* The largest value live during op p that can be recomputed before its
- * next reader after p (returned in *at); NULL if there is none. */
-static DlcValue *choose(const Step *s, int p, int *at) {
+ * next reader after p (returned in *at), by a cheap op or, with costly, by
+ * a recurrent layer's forward pass; NULL if there is none. */
+static DlcValue *choose(const Step *s, int p, bool costly, int *at) {
     DlcValue *best = NULL;
     for (int i = 0; i < p; i++)
         for (int r = 0; r < s->net->ops[i]->nout; r++) {
             DlcValue *v = s->net->ops[i]->out[r];
             Copy c;
-            if (last_use(s, v) <= p || dlc_op_reads(s->net->ops[p], v) || !copy_of(v, &c))
+            if (last_use(s, v) <= p || dlc_op_reads(s->net->ops[p], v) || !copy_of(v, &c) ||
+                c.costly != costly)
                 continue;
             int next = next_reader(s->net, v, p);
             if (next < 0 || !operands_there(s, &c, i, next))
@@ -198,26 +223,34 @@ static DlcValue *choose(const Step *s, int p, int *at) {
 }
 
 /* Puts a copy of v's op before op `at`; the readers from there on, and the
- * outputs, read the copy. */
+ * outputs, read the copy (of each result, for a copy of several). */
 static void recompute(Step *s, DlcValue *v, int at) {
     DlcNetwork *net = s->net;
     Copy c;
     copy_of(v, &c);
-    const char *name = dlc_network_unique_name(
-        s->m, net, dlc_arena_printf(&s->m->arena, "%s.recomputed", v->name));
-    DlcOp *op = dlc_network_add_op(s->m, net, c.kind, c.in, c.nin, c.nparams, c.attrs, &v->type,
-                                   &name, 1, v->def->loc);
+    DlcValue *const *olds = c.nout > 1 ? v->def->out : &v;
+    const char *names[DLC_MAX_RESULTS];
+    DlcType types[DLC_MAX_RESULTS];
+    for (int r = 0; r < c.nout; r++) {
+        names[r] = dlc_network_unique_name(
+            s->m, net, dlc_arena_printf(&s->m->arena, "%s.recomputed", olds[r]->name));
+        types[r] = olds[r]->type;
+    }
+    DlcOp *op = dlc_network_add_op(s->m, net, c.kind, c.in, c.nin, c.nparams, c.attrs, types,
+                                   names, c.nout, v->def->loc);
     if (!op)
         dlc_unreachable("recompute: cannot add a copy of '%s'", v->name);
     memmove(net->ops + at + 1, net->ops + at, sizeof *net->ops * (size_t)(net->nops - 1 - at));
     net->ops[at] = op;
-    for (int i = at + 1; i < net->nops; i++)
-        for (int j = 0; j < net->ops[i]->nin; j++)
-            if (net->ops[i]->in[j] == v)
-                net->ops[i]->in[j] = op->out[0];
-    for (int i = 0; i < net->noutputs; i++)
-        if (net->outputs[i] == v)
-            net->outputs[i] = op->out[0];
+    for (int r = 0; r < c.nout; r++) {
+        for (int i = at + 1; i < net->nops; i++)
+            for (int j = 0; j < net->ops[i]->nin; j++)
+                if (net->ops[i]->in[j] == olds[r])
+                    net->ops[i]->in[j] = op->out[r];
+        for (int i = 0; i < net->noutputs; i++)
+            if (net->outputs[i] == olds[r])
+                net->outputs[i] = op->out[r];
+    }
 }
 
 /* bytes for a message: in KiB, MiB or GiB, whichever reads best */
@@ -397,7 +430,9 @@ static bool fit(DlcCtx *ctx, DlcModule *m, DlcNetwork *net, int64_t budget) {
         int64_t least = s.fixed + s.unbatched + s.live[p], placed = least;
         if (least <= budget && (placed = placed_bytes(&s)) <= budget)
             return true;
-        DlcValue *v = choose(&s, p, &at);
+        DlcValue *v = choose(&s, p, false, &at);
+        if (!v) /* a recurrent layer's gates, before reverting anything */
+            v = choose(&s, p, true, &at);
         /* when nothing qualifies, go back on the poolings first and on the
            masks next, each only when still needed: the other way round
            leaves GoogLeNet's step larger (docs/passes.md) */
