@@ -99,6 +99,14 @@ static bool to_ptx(Gpu *g, const char *arch) {
     }
     const char *triple = "nvptx64-nvidia-cuda";
     char *msg = NULL;
+    /* the kernels' LLVM IR as built, for tests/gpu/Inputs/emu, which runs
+       them on the CPU where there is no GPU */
+    const char *ll = getenv("DLC_NVPTX_DUMP_LL");
+    if (ll && *ll && LLVMPrintModuleToFile(g->mod, ll, &msg)) {
+        dlc_error(g->ctx, DLC_NOLOC, "nvptx: cannot write %s: %s", ll, msg);
+        LLVMDisposeMessage(msg);
+        return false;
+    }
     if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &msg)) {
         fprintf(stderr, "%s\n", msg);
         LLVMDisposeMessage(msg);
