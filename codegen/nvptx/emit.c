@@ -6,7 +6,7 @@
 #include "emit.h"
 
 static LLVMTypeRef scalar_type(Build *b, int sc) {
-    if (sc == NV_SC_N)
+    if (sc == NV_SC_N || sc == NV_SC_LOOP)
         return b->kb->i32;
     if (sc == NV_SC_SEED)
         return b->kb->i64;
@@ -85,4 +85,36 @@ void nv_around_axis(const DlcType *t, int axis, int64_t *before, int64_t *after)
         if (i > axis)
             *after *= t->dims[i];
     }
+}
+
+void nv_set_workspace(Build *b, int ptr, int64_t per_n, int64_t fixed) {
+    b->l->ws_per_n[ptr] = per_n;
+    b->l->ws_fixed[ptr] = fixed;
+}
+
+int nv_loop_begin(NvKernels *nk) { return nk->nlaunches; }
+
+void nv_loop_end(NvKernels *nk, int first, int64_t steps) {
+    nk->launches[first].loop_steps = steps;
+    nk->launches[first].loop_len = nk->nlaunches - first;
+}
+
+LLVMValueRef nv_load_i32(Kb *kb, LLVMValueRef p, LLVMValueRef i) {
+    LLVMValueRef at = LLVMBuildInBoundsGEP2(kb->b, kb->i32, p, &i, 1, "");
+    LLVMValueRef v = LLVMBuildLoad2(kb->b, kb->i32, at, "");
+    LLVMSetAlignment(v, 4);
+    return v;
+}
+
+LLVMValueRef nv_sigmoid(Kb *kb, LLVMValueRef a) {
+    LLVMValueRef one = kb_float(kb, 1);
+    return kb_fdiv(kb, one, kb_fadd(kb, one, kb_exp(kb, kb_fneg(kb, a))));
+}
+
+LLVMValueRef nv_tanh(Kb *kb, LLVMValueRef a) {
+    LLVMValueRef zero = kb_float(kb, 0), one = kb_float(kb, 1);
+    LLVMValueRef neg = kb_flt(kb, a, zero), abs = kb_select(kb, neg, kb_fneg(kb, a), a);
+    LLVMValueRef e = kb_exp(kb, kb_fmul(kb, abs, kb_float(kb, -2)));
+    LLVMValueRef t = kb_fdiv(kb, kb_fsub(kb, one, e), kb_fadd(kb, one, e));
+    return kb_select(kb, neg, kb_fneg(kb, t), t);
 }

@@ -11,6 +11,8 @@
  *   emit_loss.c         cross_entropy, mse and their gradients
  *   emit_gemm.c         conv2d, dense and their gradients: tiled products
  *   emit_update.c       sgd_update, adam_update, param_grad, clip_norm, clip_scale
+ *   emit_recurrent.c    rnn, rnn_relu, lstm, gru: their forms, their gradients
+ *   emit_embedding.c    embedding and embedding_grad
  *
  * Every kernel is made with kb.h; kernels.c dispatches to nv_emit_x. */
 #ifndef DLC_NVPTX_EMIT_H
@@ -55,6 +57,21 @@ LLVMValueRef nv_begin_rows(Build *b, int64_t pn, int64_t fx);
 int nv_tensor_slots(const DlcOp *op, int *slots);
 /* v, or max(v, 0) where relu (a fused ReLU), as the CPU code computes it. */
 LLVMValueRef nv_relu_if(Kb *kb, bool relu, LLVMValueRef v);
+/* Points pointer argument `ptr` of the kernel being built, an
+ * NV_WORKSPACE slot, per_n floats per sample of the largest batch plus
+ * `fixed` into the scratch memory. */
+void nv_set_workspace(Build *b, int ptr, int64_t per_n, int64_t fixed);
+/* The launches appended between nv_loop_begin (which returns where they
+ * start) and nv_loop_end run `steps` times in a row, in order, with the
+ * counter as scalar NV_SC_LOOP: a recurrent layer's time steps. */
+int nv_loop_begin(NvKernels *nk);
+void nv_loop_end(NvKernels *nk, int first, int64_t steps);
+/* Element i of p read as an i32 (labels, token ids, lengths). */
+LLVMValueRef nv_load_i32(Kb *kb, LLVMValueRef p, LLVMValueRef i);
+/* 1 / (1 + exp(-a)), and sign(a) (1 - e) / (1 + e) with e = exp(-2|a|)
+ * (no overflow): the sigmoid and tanh ops' and the recurrent cells'. */
+LLVMValueRef nv_sigmoid(Kb *kb, LLVMValueRef a);
+LLVMValueRef nv_tanh(Kb *kb, LLVMValueRef a);
 /* An axis attribute counted from the end (-1: the last) made an index. */
 int nv_norm_axis(int64_t axis, int rank);
 /* The products of t's dimensions before and after `axis`. */
@@ -69,6 +86,27 @@ typedef enum NvBatchnormForm {
     NV_BN_TRAIN,     /* batchnorm_train's last kernel: from the statistics it computed */
 } NvBatchnormForm;
 void nv_batchnorm_map(NvKernels *nk, const DlcOp *op, const char *tag, NvBatchnormForm form);
+
+/* emit_gemm.c: a product shaped as a dense layer's, for the kernels of
+ * other families (the recurrent layers'):
+ *   out[r][m] (+)= sum over k of x[r][k] w(m, k) (+ bias[m])
+ * for rows r < rows * n, m < outs, k < ins, where w(m, k) is w[m][k]
+ * (dense's W) or, with w_by_k, w[k][m] (dense_grad_input's).  Each
+ * operand is a pointer slot (an operand, NV_RESULT + r, or NV_WORKSPACE
+ * at ws_per_n * largest batch + ws_fixed floats); no bias: bias.slot < 0.
+ * The kernel is named TAG_suffix. */
+typedef struct NvOperand {
+    int slot;
+    int64_t ws_per_n, ws_fixed;
+} NvOperand;
+typedef struct NvProduct {
+    NvOperand x, w, bias, out;
+    int64_t rows, ins, outs;
+    bool w_by_k;     /* w is [ins][outs] */
+    bool accumulate; /* out += the product, rather than = */
+} NvProduct;
+void nv_product(NvKernels *nk, const DlcOp *op, const char *tag, const char *suffix,
+                const NvProduct *p);
 
 /* The ops' kernels, as ops.def names them: each appends op's kernels to
  * the module and their launches to nk (none for an op that moves nothing),

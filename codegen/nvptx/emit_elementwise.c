@@ -38,20 +38,12 @@ static LLVMValueRef relu_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVMValueR
 
 static LLVMValueRef sigmoid_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVMValueRef a1) {
     (void)i, (void)a1;
-    Kb *kb = b->kb;
-    LLVMValueRef one = kb_float(kb, 1);
-    return kb_fdiv(kb, one, kb_fadd(kb, one, kb_exp(kb, kb_fneg(kb, a))));
+    return nv_sigmoid(b->kb, a);
 }
 
-/* sign(a) (1 - e) / (1 + e) with e = exp(-2|a|): no overflow */
 static LLVMValueRef tanh_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVMValueRef a1) {
     (void)i, (void)a1;
-    Kb *kb = b->kb;
-    LLVMValueRef zero = kb_float(kb, 0), one = kb_float(kb, 1);
-    LLVMValueRef neg = kb_flt(kb, a, zero), abs = kb_select(kb, neg, kb_fneg(kb, a), a);
-    LLVMValueRef e = kb_exp(kb, kb_fmul(kb, abs, kb_float(kb, -2)));
-    LLVMValueRef t = kb_fdiv(kb, kb_fsub(kb, one, e), kb_fadd(kb, one, e));
-    return kb_select(kb, neg, kb_fneg(kb, t), t);
+    return nv_tanh(b->kb, a);
 }
 
 static LLVMValueRef leaky_relu_of(Build *b, LLVMValueRef i, LLVMValueRef a, LLVMValueRef a1) {

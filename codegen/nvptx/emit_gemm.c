@@ -14,7 +14,13 @@
  *
  * What differs between the six ops is where A's, B's and C's elements
  * live: each op gives its own three functions (Gemm's a, b and store),
- * its sizes, and which index of each operand is contiguous. */
+ * its sizes, and which index of each operand is contiguous.  With
+ * per_step=true the dense ops' rows are the batch's steps, n * T of one
+ * step's features each, as on the CPU.  nv_product lends the dense
+ * products to other families (emit_recurrent.c), on operands of its
+ * choice, in the scratch memory among them. */
+#include <string.h>
+
 #include "emit.h"
 
 #define TILE 64        /* outputs per tile side */
@@ -45,6 +51,14 @@ struct Gemm {
     int64_t c, h, w, f, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
     int64_t units, in;          /* dense ops */
     bool relu, bias;
+    bool accumulate;            /* dense ops' store: C += rather than = */
+    /* nv_product's: the kernel's name after the tag, and the slots of the
+       inputs and then the result, with their offsets in the scratch
+       memory (io_slots 0: the op's own operands and result) */
+    const char *suffix;
+    int io_slots;
+    int io[4];
+    int64_t io_pn[4], io_fx[4];
 };
 
 /* ---- the tiled product ------------------------------------------------------------ */
@@ -176,7 +190,13 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
     int ni = g->inputs;
     int slots[6] = {0, 1, 2};
     slots[ni] = g->splits > 1 ? NV_WORKSPACE : NV_RESULT;
-    nv_start(&b, nk, op, tag, g->splits > 1 ? "part" : "", slots, ni + 1, NULL, 0, GEMM_THREADS);
+    if (g->io_slots)
+        memcpy(slots, g->io, sizeof g->io);
+    nv_start(&b, nk, op, tag, g->suffix ? g->suffix : g->splits > 1 ? "part" : "", slots, ni + 1,
+             NULL, 0, GEMM_THREADS);
+    for (int i = 0; g->io_slots && i <= ni; i++)
+        if (slots[i] == NV_WORKSPACE)
+            nv_set_workspace(&b, i, g->io_pn[i], g->io_fx[i]);
     Kb *kb = b.kb;
     /* tensor cores: two blocks per multiprocessor (128 registers a thread,
        which the mma kernels fit without spilling), so that one block's loads
@@ -301,14 +321,27 @@ static void dense_store(Kb *kb, const Gemm *g, LLVMValueRef *p, int out, LLVMVal
     if (g->bias)
         v = kb_fadd(kb, v, kb_load(kb, p[2], m));
     LLVMValueRef at = kb_add(kb, kb_muli(kb, j, g->units), m);
+    if (g->accumulate)
+        v = kb_fadd(kb, v, kb_load(kb, p[out], at));
     kb_store(kb, p[out], at, nv_relu_if(kb, g->relu, v));
+}
+
+/* Rows per sample of a dense op's product: 1, or with per_step=true the
+ * steps of its sequences (v: any operand or result, [T, features]). */
+static int64_t dense_rows(const DlcOp *op, const DlcValue *v) {
+    return dlc_attr_true(op->kind, op->attrs, DLC_A_PER_STEP) ? v->type.dims[0] : 1;
+}
+
+/* The features of one row of v. */
+static int64_t dense_row_size(const DlcOp *op, const DlcValue *v) {
+    return nv_numel(v) / dense_rows(op, v);
 }
 
 /* y^T = W x^T */
 void nv_emit_dense(NvKernels *nk, const DlcOp *op, const char *tag) {
     Gemm g = {.a = dense_a, .b = dense_b, .store = dense_store, .groups = 1, .splits = 1};
-    g.in = nv_numel(op->in[0]), g.units = nv_numel(op->out[0]);
-    g.m = g.units, g.n_pn = 1, g.k_fx = g.in;
+    g.in = dense_row_size(op, op->in[0]), g.units = dense_row_size(op, op->out[0]);
+    g.m = g.units, g.n_pn = dense_rows(op, op->in[0]), g.k_fx = g.in;
     g.a_kfast = true, g.b_kfast = true;
     g.relu = dlc_op_fused_relu(op), g.bias = op->nparams == 2;
     g.inputs = g.bias ? 3 : 2;
@@ -333,15 +366,18 @@ static LLVMValueRef dense_grad_input_b(Kb *kb, const Gemm *g, LLVMValueRef *p, L
 static void dense_grad_input_store(Kb *kb, const Gemm *g, LLVMValueRef *p, int out, LLVMValueRef grp,
                                    LLVMValueRef m, LLVMValueRef j, LLVMValueRef v) {
     (void)grp;
-    kb_store(kb, p[out], kb_add(kb, kb_muli(kb, j, g->in), m), v);
+    LLVMValueRef at = kb_add(kb, kb_muli(kb, j, g->in), m);
+    if (g->accumulate)
+        v = kb_fadd(kb, v, kb_load(kb, p[out], at));
+    kb_store(kb, p[out], at, v);
 }
 
 /* dx^T = W^T dy^T */
 void nv_emit_dense_grad_input(NvKernels *nk, const DlcOp *op, const char *tag) {
     Gemm g = {.a = dense_grad_input_a, .b = dense_grad_input_b, .store = dense_grad_input_store,
               .inputs = 2, .groups = 1, .splits = 1};
-    g.units = nv_numel(op->in[0]), g.in = nv_numel(op->out[0]);
-    g.m = g.in, g.n_pn = 1, g.k_fx = g.units;
+    g.units = dense_row_size(op, op->in[0]), g.in = dense_row_size(op, op->out[0]);
+    g.m = g.in, g.n_pn = dense_rows(op, op->in[0]), g.k_fx = g.units;
     g.a_kfast = false, g.b_kfast = true;
     gemm_run(nk, op, tag, &g);
 }
@@ -371,9 +407,30 @@ static void dense_grad_weight_store(Kb *kb, const Gemm *g, LLVMValueRef *p, int 
 void nv_emit_dense_grad_weight(NvKernels *nk, const DlcOp *op, const char *tag) {
     Gemm g = {.a = dense_grad_weight_a, .b = dense_grad_weight_b, .store = dense_grad_weight_store,
               .inputs = 2, .groups = 1, .splits = 1};
-    g.units = nv_numel(op->in[0]), g.in = nv_numel(op->in[1]);
-    g.m = g.units, g.n_fx = g.in, g.k_pn = 1;
+    g.units = dense_row_size(op, op->in[0]), g.in = dense_row_size(op, op->in[1]);
+    g.m = g.units, g.n_fx = g.in, g.k_pn = dense_rows(op, op->in[0]);
     g.a_kfast = false, g.b_kfast = false;
+    gemm_run(nk, op, tag, &g);
+}
+
+void nv_product(NvKernels *nk, const DlcOp *op, const char *tag, const char *suffix,
+                const NvProduct *p) {
+    Gemm g = {.groups = 1, .splits = 1, .suffix = suffix, .io_slots = 1,
+              .accumulate = p->accumulate, .bias = p->bias.slot >= 0};
+    if (p->w_by_k) /* dense_grad_input's: W[k][m], x[j][k] of units */
+        g.a = dense_grad_input_a, g.b = dense_grad_input_b, g.store = dense_grad_input_store,
+        g.units = p->ins, g.in = p->outs, g.a_kfast = false;
+    else /* dense's: W[m][k], x[j][k] of in */
+        g.a = dense_a, g.b = dense_b, g.store = dense_store, g.in = p->ins, g.units = p->outs,
+        g.a_kfast = true;
+    g.b_kfast = true;
+    g.m = p->outs, g.n_pn = p->rows, g.k_fx = p->ins;
+    if (g.bias && p->w_by_k)
+        dlc_unreachable("nvptx: a product with w[k][m] has no bias");
+    const NvOperand *ops[4] = {&p->x, &p->w, g.bias ? &p->bias : &p->out, &p->out};
+    g.inputs = g.bias ? 3 : 2;
+    for (int i = 0; i <= g.inputs; i++)
+        g.io[i] = ops[i]->slot, g.io_pn[i] = ops[i]->ws_per_n, g.io_fx[i] = ops[i]->ws_fixed;
     gemm_run(nk, op, tag, &g);
 }
 

@@ -10,12 +10,6 @@
 
 #include "emit.h"
 
-/* element i of labels p, an i32 tensor */
-static LLVMValueRef load_i32(Kb *kb, LLVMValueRef p, LLVMValueRef i) {
-    LLVMValueRef at = LLVMBuildInBoundsGEP2(kb->b, kb->i32, p, &i, 1, "");
-    return LLVMBuildLoad2(kb->b, kb->i32, at, "");
-}
-
 /* a row's max and sum of exp(x - max), from logits row pointer */
 static void row_lse(Kb *kb, LLVMValueRef row, int64_t classes, LLVMValueRef *max, LLVMValueRef *sum) {
     LLVMValueRef m = kb_var(kb, kb->f32, kb_load(kb, row, kb_int(kb, 0)));
@@ -32,20 +26,24 @@ static void row_lse(Kb *kb, LLVMValueRef row, int64_t classes, LLVMValueRef *max
 
 static LLVMValueRef nan_f(Kb *kb) { return kb_float(kb, NAN); }
 
-/* (logits, labels) -> the mean loss, or its gradient (grad) */
+/* (logits, labels) -> the mean loss, or its gradient (grad).  A row is a
+ * sample, or with logits [T, classes] and labels i32[T] (a language
+ * model's) a step of one: the mean is then over the n T rows. */
 static void cross_entropy(NvKernels *nk, const DlcOp *op, const char *tag, bool grad) {
     Build b;
     int slots[3] = {0, 1, NV_RESULT};
     nv_start(&b, nk, op, tag, "", slots, 3, NULL, 0, grad ? MAP_THREADS : ROW_THREADS);
     Kb *kb = b.kb;
-    int64_t classes = nv_numel(op->in[0]);
-    if (grad) { /* one thread per sample: (softmax - onehot) / n */
-        LLVMValueRef i = nv_begin_map(&b, 1, 0);
+    const DlcType *t = &op->in[0]->type;
+    int64_t classes = t->dims[t->rank - 1], per_n = nv_numel(op->in[0]) / classes;
+    LLVMValueRef rows = nv_count(&b, per_n, 0);
+    if (grad) { /* one thread per row: (softmax - onehot) / rows */
+        LLVMValueRef i = nv_begin_map(&b, per_n, 0);
         LLVMValueRef row = LLVMBuildInBoundsGEP2(kb->b, kb->f32, b.p[0], (LLVMValueRef[]){kb_muli(kb, i, classes)}, 1, "");
         LLVMValueRef out = LLVMBuildInBoundsGEP2(kb->b, kb->f32, b.p[2], (LLVMValueRef[]){kb_muli(kb, i, classes)}, 1, "");
-        LLVMValueRef label = load_i32(kb, b.p[1], i), max, sum;
+        LLVMValueRef label = nv_load_i32(kb, b.p[1], i), max, sum;
         row_lse(kb, row, classes, &max, &sum);
-        LLVMValueRef scale = kb_fdiv(kb, kb_float(kb, 1), kb_itof(kb, b.n));
+        LLVMValueRef scale = kb_fdiv(kb, kb_float(kb, 1), kb_itof(kb, rows));
         LLVMValueRef j = kb_for(kb, kb_int(kb, 0), kb_int(kb, classes), kb_int(kb, 1));
         LLVMValueRef jj = kb_get(kb, j);
         LLVMValueRef p = kb_fdiv(kb, kb_exp(kb, kb_fsub(kb, kb_load(kb, row, jj), max)), sum);
@@ -59,10 +57,10 @@ static void cross_entropy(NvKernels *nk, const DlcOp *op, const char *tag, bool 
     nv_begin_rows(&b, 0, 1);
     LLVMValueRef scratch = kb_shared(kb, ROW_THREADS);
     LLVMValueRef total = kb_var(kb, kb->f32, kb_float(kb, 0));
-    LLVMValueRef i = kb_for(kb, kb_tid(kb), b.n, kb_int(kb, ROW_THREADS));
+    LLVMValueRef i = kb_for(kb, kb_tid(kb), rows, kb_int(kb, ROW_THREADS));
     LLVMValueRef ii = kb_get(kb, i);
     LLVMValueRef row = LLVMBuildInBoundsGEP2(kb->b, kb->f32, b.p[0], (LLVMValueRef[]){kb_muli(kb, ii, classes)}, 1, "");
-    LLVMValueRef label = load_i32(kb, b.p[1], ii), max, sum;
+    LLVMValueRef label = nv_load_i32(kb, b.p[1], ii), max, sum;
     row_lse(kb, row, classes, &max, &sum);
     LLVMValueRef ok = kb_in_range(kb, label, classes);
     LLVMValueRef xl = kb_load_if(kb, ok, row, kb_select(kb, ok, label, kb_int(kb, 0)));
@@ -71,7 +69,7 @@ static void cross_entropy(NvKernels *nk, const DlcOp *op, const char *tag, bool 
     kb_endfor(kb);
     LLVMValueRef all = kb_block_sum(kb, scratch, kb_get(kb, total), ROW_THREADS);
     kb_if(kb, kb_eq(kb, kb_tid(kb), kb_int(kb, 0)));
-    kb_store(kb, b.p[2], kb_int(kb, 0), kb_fdiv(kb, all, kb_itof(kb, b.n)));
+    kb_store(kb, b.p[2], kb_int(kb, 0), kb_fdiv(kb, all, kb_itof(kb, rows)));
     kb_endif(kb);
     kb_end(kb);
 }

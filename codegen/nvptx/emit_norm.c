@@ -121,9 +121,12 @@ static void softmax(NvKernels *nk, const DlcOp *op, const char *tag, bool fwd) {
 typedef struct Channel {
     int64_t c, hw;   /* channels, values per channel of a sample */
     LLVMValueRef ch; /* this block's channel */
+    bool steps;      /* values [T, c] (per_step=true, hw = T): row i's is at i c */
 } Channel;
 
 static LLVMValueRef channel_at(Kb *kb, const Channel *ch, LLVMValueRef i) {
+    if (ch->steps)
+        return kb_add(kb, kb_muli(kb, i, ch->c), ch->ch);
     LLVMValueRef s = kb_divi(kb, i, ch->hw), r = kb_remi(kb, i, ch->hw);
     return kb_add(kb, kb_muli(kb, kb_add(kb, kb_muli(kb, s, ch->c), ch->ch), ch->hw), r);
 }
@@ -151,7 +154,7 @@ static int64_t channel_parts(const NvKernels *nk, int64_t c, int64_t hw) {
 
 static void begin_parts(Build *b, Parts *p, int64_t c, int64_t hw) {
     Kb *kb = b->kb;
-    p->ch = (Channel){c, hw, nv_begin_rows(b, 0, c)};
+    p->ch = (Channel){.c = c, .hw = hw, .ch = nv_begin_rows(b, 0, c)};
     p->parts = channel_parts(b->nk, c, hw);
     b->l->gy = p->parts;
     p->part = kb_ctaid(kb, 'y');
@@ -194,6 +197,8 @@ static void channel_sum(NvKernels *nk, const DlcOp *op, const char *tag, bool bn
     Kb *kb = b.kb;
     Parts p;
     begin_parts(&b, &p, c, nv_numel(dy) / c);
+    /* a dense layer's on every step: dy [T, c], the sum of n T rows */
+    p.ch.steps = !bn && dlc_attr_true(op->kind, op->attrs, DLC_A_PER_STEP);
     b.l->workspace = c * p.parts;
     LLVMValueRef scratch = kb_shared(kb, ROW_THREADS);
     LLVMValueRef mean = bn ? kb_load(kb, b.p[2], p.ch.ch) : NULL, invstd = bn ? kb_load(kb, b.p[3], p.ch.ch) : NULL;

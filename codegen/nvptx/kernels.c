@@ -16,6 +16,8 @@
  *     implicit GEMM that gathers its operands straight from the tensors,
  *     the convolutions and their two gradients, on the CUDA cores or on
  *     the tensor cores (--gpu-math=tf32).
+ * A recurrent layer (emit_recurrent.c) is made of the last two: products
+ * and a map per time step, launched in a loop (NvLaunch.loop_steps).
  *
  * Semantics follow the CPU kernels (runtime/kernels/) op for op; exp and
  * log use the GPU's approximate units, sums run in f32. */
@@ -56,17 +58,6 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
         /* the fuse pass merges only a ReLU for a GPU target */
         dlc_error(nk->ctx, op->loc, "nvptx: %s with a fused %s has no GPU kernel yet", name,
                   dlc_op_info(act)->name);
-        return false;
-    }
-    if (dlc_attr_true(op->kind, op->attrs, DLC_A_PER_STEP)) {
-        /* dense on each step of a sequence, and a recurrent layer's products */
-        dlc_error(nk->ctx, op->loc, "nvptx: %s with per_step=true has no GPU kernel yet", name);
-        return false;
-    }
-    if ((op->kind == DLC_OP_CROSS_ENTROPY || op->kind == DLC_OP_CROSS_ENTROPY_GRAD) &&
-        op->in[0]->type.rank != 1) {
-        dlc_error(nk->ctx, op->loc, "nvptx: %s at every step of a sequence has no GPU kernel yet",
-                  name);
         return false;
     }
     const NvEmitter *e = &emitters[op->kind];

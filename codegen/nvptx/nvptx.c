@@ -99,6 +99,14 @@ static bool to_ptx(Gpu *g, const char *arch) {
     }
     const char *triple = "nvptx64-nvidia-cuda";
     char *msg = NULL;
+    /* the kernels' LLVM IR as built, for tests/gpu/Inputs/emu, which runs
+       them on the CPU where there is no GPU */
+    const char *ll = getenv("DLC_NVPTX_DUMP_LL");
+    if (ll && *ll && LLVMPrintModuleToFile(g->mod, ll, &msg)) {
+        dlc_error(g->ctx, DLC_NOLOC, "nvptx: cannot write %s: %s", ll, msg);
+        LLVMDisposeMessage(msg);
+        return false;
+    }
     if (LLVMVerifyModule(g->mod, LLVMReturnStatusAction, &msg)) {
         fprintf(stderr, "%s\n", msg);
         LLVMDisposeMessage(msg);
@@ -229,7 +237,8 @@ static const char *device_ptr(Gpu *g, const Params *pp, const DlcMemPlan *plan, 
         return dlc_arena_printf(&g->arena, "net->params + 4u * %lld",
                                 (long long)((intptr_t)dlc_map_get(&pp->off, v->name) - 1));
     case DLC_VAL_INPUT:
-        return v->type.dtype == DLC_I32 ? "net->labels" : "net->x";
+        /* the network's input (token ids too), or the training step's labels */
+        return strcmp(v->name, g->infer->inputs[0]->name) == 0 ? "net->x" : "net->labels";
     case DLC_VAL_OP: {
         int64_t off = dlc_plan_offset(plan, v);
         if (v->type.batched)
@@ -247,25 +256,36 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
     put(o, "\nstatic DlrtStatus run_%s(%sCuda *net, int64_t n%s, DlrtError *err) {\n"
            "    int32_t n32 = (int32_t)n;\n    DlrtStatus st;\n", tag, g->infer->name,
         train ? ", bool update, float lr" : "");
+    int loop_end = -1; /* the last launch of the loop being written */
     for (int k = first; k < end; k++) {
         const NvLaunch *l = &g->nk.launches[k];
         const DlcOp *op = l->op;
         int index = 0;
         while (net->ops[index] != op)
             index++;
+        if (l->loop_steps > 0) { /* a recurrent layer's steps, one after the other */
+            put(o, "    for (int32_t loop = 0; loop < %lld; loop++) {\n", (long long)l->loop_steps);
+            loop_end = k + l->loop_len - 1;
+        }
         /* clipping belongs to the update: the step without it skips both */
         bool in_update = dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind);
         put(o, "    %s{ /* %s */\n", in_update ? "if (update) " : "", dlc_op_info(op->kind)->name);
         for (int i = 0; i < l->nptrs; i++) {
             int s = l->ptrs[i];
-            const char *at = s == NV_WORKSPACE ? "net->work"
+            bool ws_start = l->ws_per_n[i] == 0 && l->ws_fixed[i] == 0;
+            const char *at = s == NV_WORKSPACE
+                                 ? ws_start ? "net->work"
+                                            : dlc_arena_printf(&g->arena, "net->work + 4u * (%lld * net->max_batch + %lld)",
+                                                               (long long)l->ws_per_n[i], (long long)l->ws_fixed[i])
                              : s >= NV_RESULT ? device_ptr(g, pp, plan, op->out[s - NV_RESULT])
                                               : device_ptr(g, pp, plan, op->in[s]);
             put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
         }
         for (int i = 1; i < l->nscalars; i++) {
             int s = l->scalars[i];
-            if (s == NV_SC_SEED)
+            if (s == NV_SC_LOOP)
+                put(o, "        int32_t s%d = loop;\n", i);
+            else if (s == NV_SC_SEED)
                 put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
             else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
                 put(o, "        int32_t s%d = net->step;\n", i);
@@ -289,15 +309,41 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
         const char *name = op->nout ? op->out[0]->name : dlc_op_info(op->kind)->name;
         put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s (%s, kernel %s)\", err)))\n"
                "            return st;\n    }\n", k, name, dlc_op_info(op->kind)->name, l->kernel);
+        if (k == loop_end)
+            put(o, "    }\n");
     }
     put(o, "    return DLRT_OK;\n}\n");
 }
 
+/* The input's values per sample: floats, or token ids (i32, as many). */
 static int64_t max_input_floats(const DlcNetwork *net) {
-    for (int i = 0; i < net->ninputs; i++)
-        if (net->inputs[i]->type.batched && net->inputs[i]->type.dtype == DLC_F32)
-            return dlc_type_numel(&net->inputs[i]->type);
-    return 0;
+    const DlcValue *in = net->ninputs ? net->inputs[0] : NULL;
+    return in && in->type.batched ? dlc_type_numel(&in->type) : 0;
+}
+
+/* The vocabulary of the embeddings that read input `in` (the smallest), or
+ * 0 when `in` holds values, not token ids. */
+static int64_t token_vocab(const DlcNetwork *net, const DlcValue *in) {
+    int64_t vocab = 0;
+    for (int i = 0; in->type.dtype == DLC_I32 && i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        if (op->kind != DLC_OP_EMBEDDING || !dlc_op_reads(op, in))
+            continue;
+        int64_t v = dlc_attr_int(op, DLC_A_VOCAB);
+        vocab = vocab == 0 || v < vocab ? v : vocab;
+    }
+    return vocab;
+}
+
+/* The training step's labels per sample: 1, or a language model's one per
+ * step (labels i32[T]). */
+static int64_t labels_per_sample(const DlcNetwork *tn, const DlcValue *input) {
+    for (int i = 0; tn && i < tn->ninputs; i++) {
+        const DlcValue *v = tn->inputs[i];
+        if (v->type.batched && strcmp(v->name, input->name) != 0)
+            return v->type.rank ? dlc_type_numel(&v->type) : 1;
+    }
+    return 1;
 }
 
 /* The largest tensor, per sample and fixed, for the 32-bit index check. */
@@ -330,12 +376,22 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         part0 = st.size[0] > part0 ? st.size[0] : part0;
         part1 = st.size[1] > part1 ? st.size[1] : part1;
     }
-    int64_t work = 0;
-    for (int k = 0; k < g->nk.nlaunches; k++)
-        work = g->nk.launches[k].workspace > work ? g->nk.launches[k].workspace : work;
-    int64_t per = 0, fix = 0;
+    if (net->ninputs != 1) {
+        /* a sequence's lengths beside it: the host code uploads one input */
+        dlc_error(g->ctx, net->loc, "nvptx: network '%s' has %d inputs; the GPU's host code takes one "
+                  "(--emit=ptx writes its kernels)", net->name, net->ninputs);
+        return false;
+    }
+    int64_t work = 0, work_per_n = 0;
+    for (int k = 0; k < g->nk.nlaunches; k++) {
+        const NvLaunch *l = &g->nk.launches[k];
+        work = l->workspace > work ? l->workspace : work;
+        work_per_n = l->workspace_per_n > work_per_n ? l->workspace_per_n : work_per_n;
+    }
+    int64_t per = work_per_n, fix = work;
     largest(net, &per, &fix);
     largest(tn, &per, &fix);
+    int64_t vocab = token_vocab(net, net->inputs[0]), label_steps = labels_per_sample(tn, net->inputs[0]);
     const DlcValue *loss = NULL;
     for (int i = 0; tn && i < tn->noutputs; i++)
         if (tn->outputs[i]->type.rank == 0)
@@ -367,10 +423,11 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
     put(&o, "};\n\n");
     put(&o, "#define PARAM_FLOATS %lld\n#define ARENA_PER_SAMPLE %lld\n#define ARENA_FIXED %lld\n"
             "#define WORK_FLOATS %lld\n#define INPUT_SIZE %lld\n#define OUTPUT_SIZE %lld\n"
-            "#define NTENSORS %d\n#define LARGEST_PER_SAMPLE %lld\n#define LARGEST_FIXED %lld\n\n",
+            "#define NTENSORS %d\n#define LARGEST_PER_SAMPLE %lld\n#define LARGEST_FIXED %lld\n"
+            "#define WORK_PER_SAMPLE %lld\n#define LABELS_PER_SAMPLE %lld\n#define VOCAB %lld\n\n",
         (long long)pp.floats, (long long)part0, (long long)part1, (long long)work,
         (long long)max_input_floats(net), (long long)dlc_type_numel(&out0->type), pp.count,
-        (long long)per, (long long)fix);
+        (long long)per, (long long)fix, (long long)work_per_n, (long long)label_steps, (long long)vocab);
     put(&o, "typedef struct %sCuda {\n"
             "    %s *host;            /* batch 1 on the CPU: initialization, checkpoints */\n"
             "    DlrtCuda *cu;\n"
@@ -444,7 +501,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        st = dlrt_cuda_function(net->cu, KERNELS[k], &net->fn[k], err);\n"
         "    if (!st) { /* the whole need first: a clear message before any allocation */\n"
         "        size_t need = sizeof(float) * (size_t)(PARAM_FLOATS + ARENA_PER_SAMPLE * max_batch + ARENA_FIXED\n"
-        "                                             + WORK_FLOATS + (INPUT_SIZE + OUTPUT_SIZE + 1) * max_batch);\n"
+        "                                             + WORK_FLOATS + WORK_PER_SAMPLE * max_batch\n"
+        "                                             + (INPUT_SIZE + OUTPUT_SIZE + LABELS_PER_SAMPLE) * max_batch);\n"
         "        size_t free_bytes, total;\n"
         "        st = dlrt_cuda_mem_info(net->cu, &free_bytes, &total, err);\n"
         "        if (!st && need > free_bytes)\n"
@@ -454,12 +512,12 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "    }\n"
         "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * PARAM_FLOATS + 4, &net->params, \"the parameters\", err);\n"
         "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * (size_t)(ARENA_PER_SAMPLE * max_batch + ARENA_FIXED) + 4, &net->act, \"the activations\", err);\n"
-        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * WORK_FLOATS + 4, &net->work, \"the scratch memory\", err);\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * (size_t)(WORK_FLOATS + WORK_PER_SAMPLE * max_batch) + 4, &net->work, \"the scratch memory\", err);\n"
         "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(float) * (size_t)(INPUT_SIZE * max_batch) + 4, &net->x, \"the input batch\", err);\n"
-        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(int32_t) * (size_t)max_batch + 4, &net->labels, \"the labels\", err);\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, sizeof(int32_t) * (size_t)(LABELS_PER_SAMPLE * max_batch) + 4, &net->labels, \"the labels\", err);\n"
         "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float) * (size_t)(INPUT_SIZE * max_batch) + 4, (void **)&net->pinned_x, err);\n"
         "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float) * (size_t)(OUTPUT_SIZE * max_batch) + 4, (void **)&net->pinned_out, err);\n"
-        "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(int32_t) * (size_t)max_batch + 4, (void **)&net->pinned_labels, err);\n"
+        "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(int32_t) * (size_t)(LABELS_PER_SAMPLE * max_batch) + 4, (void **)&net->pinned_labels, err);\n"
         "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float), (void **)&net->pinned_loss, err);\n"
         "    if (!st) st = upload_params(net, err);\n"
         "    if (st) {\n        cuda_free(net);\n        return st;\n    }\n"
@@ -470,12 +528,21 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "    if (n < 1 || n > net->max_batch)\n"
         "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
         "    return DLRT_OK;\n}\n\n"
-        "static DlrtStatus upload_batch(%sCuda *net, int64_t n, const float *x, const int32_t *labels, DlrtError *err) {\n"
-        "    DlrtStatus st = dlrt_cuda_upload_staged(net->cu, net->x, x, net->pinned_x, sizeof(float) * (size_t)(n * INPUT_SIZE), \"the input batch\", err);\n"
+        "static DlrtStatus upload_batch(%sCuda *net, int64_t n, const float *x, const int32_t *labels, DlrtError *err) {\n", p, p);
+    if (vocab > 0) /* token ids, passed as floats: checked as the CPU's API checks them */
+        put(&o,
+            "    int32_t *ids = (int32_t *)(void *)net->pinned_x;\n"
+            "    DlrtStatus st = dlrt_tokens_from_floats(x, n * INPUT_SIZE, ids, err);\n"
+            "    if (!st) st = dlrt_check_tokens(ids, n, INPUT_SIZE, VOCAB, \"%s\", err);\n"
+            "    if (!st) st = dlrt_cuda_upload(net->cu, net->x, ids, sizeof(int32_t) * (size_t)(n * INPUT_SIZE), \"the input batch\", err);\n",
+            net->inputs[0]->name);
+    else
+        put(&o, "    DlrtStatus st = dlrt_cuda_upload_staged(net->cu, net->x, x, net->pinned_x, sizeof(float) * (size_t)(n * INPUT_SIZE), \"the input batch\", err);\n");
+    put(&o,
         "    if (!st && labels) {\n"
-        "        memcpy(net->pinned_labels, labels, sizeof(int32_t) * (size_t)n);\n"
-        "        st = dlrt_cuda_upload(net->cu, net->labels, net->pinned_labels, sizeof(int32_t) * (size_t)n, \"the labels\", err);\n"
-        "    }\n    return st;\n}\n\n", p, p);
+        "        memcpy(net->pinned_labels, labels, sizeof(int32_t) * (size_t)(n * LABELS_PER_SAMPLE));\n"
+        "        st = dlrt_cuda_upload(net->cu, net->labels, net->pinned_labels, sizeof(int32_t) * (size_t)(n * LABELS_PER_SAMPLE), \"the labels\", err);\n"
+        "    }\n    return st;\n}\n\n");
     const char *out_ptr = device_ptr(g, &pp, &si, out0);
     put(&o,
         "static DlrtStatus cuda_forward(void *v, int64_t n, const float *x, float *out, DlrtError *err) {\n"

@@ -19,9 +19,11 @@
  * kernel each. */
 enum { NV_RESULT = 1 << 16, NV_WORKSPACE = 1 << 17 };
 /* Its scalar arguments, after the pointers: the batch n (i32), the op's
- * seed for random numbers (i64), or a scalar operand i such as the
- * learning rate or the step (NV_SCALAR + i, of the operand's type). */
-enum { NV_SC_N = 0, NV_SC_SEED = 1, NV_SCALAR = 100 };
+ * seed for random numbers (i64), the counter of the loop the launch is in
+ * (i32: a recurrent layer's step, NvLaunch.loop_steps), or a scalar
+ * operand i such as the learning rate or the step (NV_SCALAR + i, of the
+ * operand's type). */
+enum { NV_SC_N = 0, NV_SC_SEED = 1, NV_SC_LOOP = 2, NV_SCALAR = 100 };
 
 #define NV_MAX_PTRS 24
 
@@ -35,7 +37,17 @@ typedef struct NvLaunch {
     int64_t gx_per_n, gx_fixed, gx_div;
     int64_t gy, gz;
     int block;                     /* threads per block (1-d) */
-    int64_t workspace;             /* floats of scratch it uses (NV_WORKSPACE) */
+    int64_t workspace;             /* floats of scratch it uses (NV_WORKSPACE), */
+    int64_t workspace_per_n;       /* and per sample of the largest batch */
+    /* where a pointer argument NV_WORKSPACE points: ws_per_n[i] times the
+       largest batch plus ws_fixed[i] floats into the scratch memory (0: its
+       start), so that an op's kernels can share several buffers there */
+    int64_t ws_per_n[NV_MAX_PTRS], ws_fixed[NV_MAX_PTRS];
+    /* > 0: this launch and the loop_len - 1 after it are run loop_steps
+       times in a row, in order, the counter (NV_SC_LOOP) going from 0: a
+       recurrent layer's steps, each waiting for the one before */
+    int64_t loop_steps;
+    int loop_len;
 } NvLaunch;
 
 /* The kernels of a module being built. */

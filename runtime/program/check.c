@@ -76,7 +76,7 @@ typedef struct Check {
     const Options *o;
     void *cpu_net, *gpu_net;
     float *x;                     /* the batch: n * input_size inputs */
-    int32_t *y;                   /* and n labels */
+    int32_t *y;                   /* and n labels (n * steps for a language model) */
     int64_t n;
     char source[640];             /* where the batch came from, for the first line */
     int compared, failed;         /* rows */
@@ -130,9 +130,19 @@ static bool batch_from_data(Check *c, const char *dir, bool *loaded) {
     return ok;
 }
 
-/* Random inputs and labels of the network's shape, from the seed. */
+/* Random inputs and labels of the network's shape, from the seed: token
+ * ids and a label per step for a language model, as bench makes them. */
 static bool batch_synthetic(Check *c) {
     const DlrtModel *m = c->cpu;
+    if (m->vocab > 0 || dlrt_label_steps(m) > 1) {
+        DlrtRng rng;
+        dlrt_rng_seed(&rng, c->o->seed);
+        dlrt_random_batch(m, &rng, c->o->batch, c->x, NULL, c->y);
+        c->n = c->o->batch;
+        snprintf(c->source, sizeof c->source, "%lld of random data (seed %llu)", (long long)c->n,
+                 (unsigned long long)c->o->seed);
+        return true;
+    }
     DlrtDataset ds = {0};
     if (dlrt_dataset_synthetic(&ds, c->o->batch, m->rank, m->dims, (int32_t)m->classes,
                                c->o->seed, &c->err) != DLRT_OK)
@@ -153,7 +163,7 @@ static bool make_batch(Check *c) {
     const DlrtModel *m = c->cpu;
     const Options *o = c->o;
     c->x = malloc(sizeof(float) * (size_t)(o->batch * m->input_size));
-    c->y = malloc(sizeof(int32_t) * (size_t)o->batch);
+    c->y = malloc(sizeof(int32_t) * (size_t)(o->batch * dlrt_label_steps(m)));
     if (!c->x || !c->y)
         return fail(c, "out of memory for the batch");
     if (!o->data)

@@ -1,0 +1,162 @@
+/* emu_driver.c — a CUDA driver that runs dlc's GPU kernels on the CPU, for
+ * testing them where there is no GPU: a program built with
+ * --target=cpu,cuda loads it through DLRT_CUDA_LIBRARY in place of
+ * libcuda.so.1.  The kernels are the LLVM IR that dlc builds for the NVPTX
+ * backend (DLC_NVPTX_DUMP_LL), compiled for the host by ll_to_host.py and
+ * clang and linked into this library; the PTX the program passes is
+ * ignored, and cuModuleGetFunction finds emu_wrap_NAME instead.
+ *
+ * Device memory is host memory, filled with 0xff bytes when allocated (a
+ * float that nobody wrote reads as NaN, so a kernel that reads what it
+ * should not shows in the results).  A block's threads are a pool of
+ * pthreads that meet at a barrier for __syncthreads; blocks run one after
+ * another, so the kernels' shared arrays, module globals here, are the
+ * running block's.  The arithmetic is the host's (exp2f for ex2.approx):
+ * this checks the kernels' indexing and the host code's launches, not the
+ * GPU's rounding or speed. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef unsigned long long CUdeviceptr;
+
+static _Thread_local int thread_index; /* threadIdx.x of this worker */
+static int block[3], block_dim, grid_dim;  /* the running block, for every worker */
+static pthread_barrier_t sync_threads, go, done;
+static void (*kernel)(void **);
+static void **kernel_args;
+static int pool_size;
+
+int emu_tid_x(void) { return thread_index; }
+int emu_ctaid_x(void) { return block[0]; }
+int emu_ctaid_y(void) { return block[1]; }
+int emu_ctaid_z(void) { return block[2]; }
+int emu_ntid_x(void) { return block_dim; }
+int emu_nctaid_x(void) { return grid_dim; }
+void emu_barrier(void) { pthread_barrier_wait(&sync_threads); }
+
+static void *worker(void *arg) {
+    thread_index = (int)(long)arg;
+    for (;;) {
+        pthread_barrier_wait(&go);
+        kernel(kernel_args);
+        pthread_barrier_wait(&done);
+    }
+    return NULL;
+}
+
+/* The workers, made at the first launch: dlc's kernels all have blocks of
+ * the same size. */
+static int start_pool(int threads) {
+    if (pool_size)
+        return pool_size == threads ? 0 : 1;
+    pool_size = threads;
+    pthread_barrier_init(&sync_threads, NULL, (unsigned)threads);
+    pthread_barrier_init(&go, NULL, (unsigned)threads + 1);
+    pthread_barrier_init(&done, NULL, (unsigned)threads + 1);
+    for (long i = 0; i < threads; i++) {
+        pthread_t t;
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 1 << 20);
+        if (pthread_create(&t, &attr, worker, (void *)i))
+            return 1;
+        pthread_detach(t);
+    }
+    return 0;
+}
+
+int cuGetErrorName(int e, const char **s) { (void)e; *s = "EMU_ERROR"; return 0; }
+int cuGetErrorString(int e, const char **s) { (void)e; *s = "the CPU emulator failed"; return 0; }
+int cuInit(unsigned flags) { (void)flags; return 0; }
+int cuDeviceGetCount(int *count) { *count = 1; return 0; }
+int cuDeviceGet(int *dev, int ordinal) { *dev = ordinal; return 0; }
+int cuDeviceGetName(char *name, int len, int dev) {
+    (void)dev;
+    snprintf(name, (size_t)len, "CPU emulator");
+    return 0;
+}
+int cuDeviceGetAttribute(int *value, int attr, int dev) {
+    (void)dev; /* an H100's multiprocessors, capability and shared memory */
+    *value = attr == 16 ? 132 : attr == 75 ? 9 : attr == 76 ? 0 : attr == 97 ? 227 * 1024 : 0;
+    return 0;
+}
+int cuDevicePrimaryCtxRetain(void **ctx, int dev) { (void)dev; *ctx = (void *)1; return 0; }
+int cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return 0; }
+int cuCtxSetCurrent(void *ctx) { (void)ctx; return 0; }
+int cuStreamCreate(void **stream, unsigned flags) { (void)flags; *stream = (void *)1; return 0; }
+int cuStreamDestroy_v2(void *stream) { (void)stream; return 0; }
+int cuStreamSynchronize(void *stream) { (void)stream; return 0; }
+int cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *options, void **values) {
+    (void)image, (void)n, (void)options, (void)values;
+    *mod = (void *)1;
+    return 0;
+}
+int cuModuleUnload(void *mod) { (void)mod; return 0; }
+int cuModuleGetFunction(void **fn, void *mod, const char *name) {
+    (void)mod;
+    char symbol[512];
+    snprintf(symbol, sizeof symbol, "emu_wrap_%s", name);
+    static const char here = 0; /* an object of this library, for dladdr */
+    Dl_info self;
+    void *lib = dladdr(&here, &self) ? dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    *fn = lib ? dlsym(lib, symbol) : NULL;
+    if (!*fn) {
+        fprintf(stderr, "emu_driver: no kernel %s\n", name);
+        return 500; /* CUDA_ERROR_NOT_FOUND */
+    }
+    return 0;
+}
+int cuFuncSetAttribute(void *fn, int attr, int value) { (void)fn, (void)attr, (void)value; return 0; }
+int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                   unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+    (void)shared, (void)stream, (void)extra;
+    if (by != 1 || bz != 1 || start_pool((int)bx)) {
+        fprintf(stderr, "emu_driver: blocks of %u x %u x %u threads\n", bx, by, bz);
+        return 1; /* CUDA_ERROR_INVALID_VALUE */
+    }
+    memcpy(&kernel, &fn, sizeof kernel);
+    kernel_args = params;
+    block_dim = (int)bx, grid_dim = (int)gx;
+    for (unsigned z = 0; z < gz; z++)
+        for (unsigned y = 0; y < gy; y++)
+            for (unsigned x = 0; x < gx; x++) {
+                block[0] = (int)x, block[1] = (int)y, block[2] = (int)z;
+                pthread_barrier_wait(&go);
+                pthread_barrier_wait(&done);
+            }
+    return 0;
+}
+int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
+    *free_bytes = *total = (size_t)16 << 30;
+    return 0;
+}
+int cuMemAlloc_v2(CUdeviceptr *p, size_t bytes) {
+    void *m = malloc(bytes);
+    if (!m)
+        return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    memset(m, 0xff, bytes);
+    *p = (CUdeviceptr)(unsigned long)m;
+    return 0;
+}
+int cuMemFree_v2(CUdeviceptr p) { free((void *)(unsigned long)p); return 0; }
+int cuMemAllocHost_v2(void **p, size_t bytes) { *p = malloc(bytes); return *p ? 0 : 2; }
+int cuMemFreeHost(void *p) { free(p); return 0; }
+int cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, void *stream) {
+    (void)stream;
+    memcpy((void *)(unsigned long)dst, src, bytes);
+    return 0;
+}
+int cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, void *stream) {
+    (void)stream;
+    memcpy(dst, (const void *)(unsigned long)src, bytes);
+    return 0;
+}
+int cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t bytes, void *stream) {
+    (void)stream;
+    memset((void *)(unsigned long)dst, value, bytes);
+    return 0;
+}

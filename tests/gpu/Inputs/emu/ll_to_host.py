@@ -1,0 +1,57 @@
+"""ll_to_host.py IN.ll OUT.ll: the GPU kernels' LLVM IR (dlc with
+DLC_NVPTX_DUMP_LL=IN.ll) made host code for emu_driver.c: the NVVM
+intrinsics become calls of the emulator's functions (thread and block
+indices, the barrier) or of libm's (ex2.approx and lg2.approx become exp2f
+and log2f, exact where the GPU's are approximate), and each kernel gets a
+wrapper, emu_wrap_NAME(void **args), that takes cuLaunchKernel's argument
+array."""
+import re
+import sys
+
+INTRINSICS = {
+    "@llvm.nvvm.read.ptx.sreg.tid.x": "@emu_tid_x",
+    "@llvm.nvvm.read.ptx.sreg.ctaid.x": "@emu_ctaid_x",
+    "@llvm.nvvm.read.ptx.sreg.ctaid.y": "@emu_ctaid_y",
+    "@llvm.nvvm.read.ptx.sreg.ctaid.z": "@emu_ctaid_z",
+    "@llvm.nvvm.read.ptx.sreg.ntid.x": "@emu_ntid_x",
+    "@llvm.nvvm.read.ptx.sreg.nctaid.x": "@emu_nctaid_x",
+    "@llvm.nvvm.barrier0": "@emu_barrier",
+    "@llvm.nvvm.ex2.approx.f": "@exp2f",
+    "@llvm.nvvm.lg2.approx.f": "@log2f",
+}
+# a kernel parameter's type: global pointers arrive as CUdeviceptr values
+TYPES = {"ptr addrspace(1)": "p", "i32": "i32", "i64": "i64", "float": "float"}
+
+
+def wrapper(name, params):
+    lines = ["define void @emu_wrap_%s(ptr %%a) {" % name]
+    args = []
+    for i, p in enumerate(params.split(", ") if params else []):
+        kind = next((k for t, k in TYPES.items() if p.startswith(t)), None)
+        if kind is None:
+            sys.exit("ll_to_host.py: kernel %s: parameter '%s'" % (name, p))
+        lines.append("  %%s%d = getelementptr ptr, ptr %%a, i64 %d" % (i, i))
+        lines.append("  %%v%d = load ptr, ptr %%s%d" % (i, i))
+        if kind == "p":
+            lines.append("  %%r%d = load i64, ptr %%v%d" % (i, i))
+            lines.append("  %%x%d = inttoptr i64 %%r%d to ptr addrspace(1)" % (i, i))
+            args.append("ptr addrspace(1) %%x%d" % i)
+        else:
+            lines.append("  %%x%d = load %s, ptr %%v%d" % (i, kind, i))
+            args.append("%s %%x%d" % (kind, i))
+    lines.append("  call void @%s(%s)" % (name, ", ".join(args)))
+    lines.append("  ret void\n}")
+    return "\n".join(lines)
+
+
+def main():
+    src = open(sys.argv[1]).read()
+    for a, b in INTRINSICS.items():
+        src = src.replace(a + "(", b + "(")
+    src = re.sub(r"^target (datalayout|triple).*$", "", src, flags=re.M)
+    kernels = re.findall(r"^define void @(\w+)\((.*)\) \{", src, flags=re.M)
+    with open(sys.argv[2], "w") as out:
+        out.write(src + "\n" + "\n".join(wrapper(n, p) for n, p in kernels) + "\n")
+
+
+main()
