@@ -60,6 +60,12 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
                   dlc_op_info(act)->name);
         return false;
     }
+    if (dlc_recurrent_cell(op->kind) != DLC_OP_COUNT && dlc_attr_bool(op, DLC_A_STATEFUL)) {
+        /* the state the last call ended in lives in the CPU code's net->state */
+        dlc_error(nk->ctx, op->loc, "nvptx: a stateful %s has no GPU kernel yet: the GPU code "
+                  "keeps no state from one call to the next", name);
+        return false;
+    }
     const NvEmitter *e = &emitters[op->kind];
     if (!e->emit) {
         dlc_error(nk->ctx, op->loc, "nvptx: %s has no GPU kernel: %s", name, e->refused);
