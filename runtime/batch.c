@@ -34,22 +34,25 @@ static uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
     return mix(mix(seed) + (uint64_t)epoch);
 }
 
-/* Resets the order (shuffled when shuffling) and rewinds. */
-static void start_epoch(DlrtBatcher *b, int64_t epoch) {
-    int64_t n = b->ds->count;
-    b->epoch = epoch;
+void dlrt_epoch_order(int64_t *order, int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
     for (int64_t i = 0; i < n; i++)
-        b->order[i] = i;
-    if (b->shuffle) {
+        order[i] = i;
+    if (shuffle) {
         DlrtRng rng;
-        dlrt_rng_seed(&rng, epoch_seed(b->seed, epoch));
+        dlrt_rng_seed(&rng, epoch_seed(seed, epoch));
         for (int64_t i = n - 1; i > 0; i--) {
             int64_t j = (int64_t)dlrt_rng_below(&rng, (uint64_t)i + 1);
-            int64_t t = b->order[i];
-            b->order[i] = b->order[j];
-            b->order[j] = t;
+            int64_t t = order[i];
+            order[i] = order[j];
+            order[j] = t;
         }
     }
+}
+
+/* Resets the order (shuffled when shuffling) and rewinds. */
+static void start_epoch(DlrtBatcher *b, int64_t epoch) {
+    b->epoch = epoch;
+    dlrt_epoch_order(b->order, b->ds->count, b->shuffle, b->seed, epoch);
     b->pos = 0;
 }
 

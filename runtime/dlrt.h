@@ -444,6 +444,10 @@ void dlrt_batcher_start_epoch(DlrtBatcher *b, int64_t epoch);
 /* Starts the next epoch: dlrt_batcher_start_epoch(b, b->epoch + 1). */
 void dlrt_batcher_next_epoch(DlrtBatcher *b);
 void dlrt_batcher_free(DlrtBatcher *b);
+/* The order of n samples in epoch `epoch` that a batcher of this seed
+ * walks (0..n-1 unshuffled): image loaders share it, so that the same
+ * samples in the same places give the same batches. */
+void dlrt_epoch_order(int64_t *order, int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
 
 /* ------------------------------------------------------------------------ */
 /* safetensors.c                                                            */
@@ -930,6 +934,16 @@ typedef struct DlrtPlanSize {
     int64_t per_sample, fixed;
 } DlrtPlanSize;
 
+/* The train section's images("path", val=..., train=..., eval=...): a
+ * folder of images per class (dlrt_image_folders) and the transforms'
+ * texts (dlrt_transform_parse). */
+typedef struct DlrtImageSource {
+    const char *path;          /* ROOT/CLASS/IMAGE, or ROOT/train and ROOT/val */
+    double val_fraction;       /* held out where there are no train/ and val/ */
+    const char *train;         /* training's transform; NULL: eval's */
+    const char *eval;          /* eval's and predict's; NULL: none */
+} DlrtImageSource;
+
 /* A compiled classifier as the command line sees it: what the generated
  * code knows of the network, the train section's defaults, and its API
  * (with the network object as void *). */
@@ -956,6 +970,7 @@ typedef struct DlrtModel {
     const char *data;          /* an IDX folder, or NULL */
     const char *text;          /* text(path): a UTF-8 file or folder, or NULL */
     double val_fraction;       /* text(val=...): the held-out end of the text */
+    const DlrtImageSource *images; /* images(...), or NULL */
     int64_t batch, epochs;
     double lr;
     uint64_t seed;

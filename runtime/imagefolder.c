@@ -517,17 +517,9 @@ void dlrt_loader_start_epoch(DlrtLoader *l, int64_t epoch) {
     l->nbatches = 0; /* no new claims while the old ones finish */
     while (l->busy > 0)
         pthread_cond_wait(&l->done, &l->mu);
-    for (int64_t i = 0; i < l->f->count; i++)
-        l->order[i] = i;
-    if (l->shuffle) { /* Fisher-Yates, as batch.c, from the seed and the epoch */
-        DlrtRng rng;
-        dlrt_rng_seed(&rng, dlrt_rng_derive(l->seed, 0x6570, (uint64_t)epoch));
-        for (int64_t i = l->f->count - 1; i > 0; i--) {
-            int64_t j = (int64_t)dlrt_rng_below(&rng, (uint64_t)i + 1), t = l->order[i];
-            l->order[i] = l->order[j];
-            l->order[j] = t;
-        }
-    }
+    /* a batcher's order: an IDX file of the same images in the folder's
+       order gives the same batches */
+    dlrt_epoch_order(l->order, l->f->count, l->shuffle, l->seed, epoch);
     for (int i = 0; i < l->nslots; i++) {
         l->slots[i].ready = false;
         l->slots[i].batch = -1;

@@ -125,7 +125,13 @@ static const struct {
     {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE}, {"--mode", BENCH},
     {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
     {"--prime", SAMPLE}, {"--length", SAMPLE}, {"--temperature", SAMPLE},
+    {"--workers", TRAIN | EVAL | BENCH},
 };
+
+/* The train section's data: an IDX folder, a folder of images, a text. */
+static const char *default_data(const DlrtModel *m) {
+    return m->data ? m->data : m->images ? m->images->path : m->text;
+}
 
 /* The threads to use without --threads: one per online CPU. */
 static int64_t default_threads(void) {
@@ -163,8 +169,9 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --help\n"
             "\n"
             "train and eval (defaults from the network's train section):\n"
-            "  --data DIR         IDX folder (train-images-idx3-ubyte[.gz], ...), or a\n"
-            "                     language model's UTF-8 text file or folder%s%s%s\n"
+            "  --data DIR         IDX folder (train-images-idx3-ubyte[.gz], ...), a folder\n"
+            "                     of images per class (images(...) in the train section), or\n"
+            "                     a language model's UTF-8 text file or folder%s%s%s\n"
             "  --epochs N         passes over the training data (%lld); with --resume, more\n"
             "  --limit N          train on the first N samples of the train split only\n"
             "  --lr X             learning rate (%g)\n"
@@ -175,6 +182,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --resume FILE      go on from a checkpoint, at the epoch it records\n"
             "  --log FILE.csv     one line per epoch: losses, accuracy, speed\n"
             "  --weights FILE     eval: the weights to evaluate\n"
+            "  --workers N        images(...): threads decoding images (the CPUs, up to 8)\n"
             "\n"
             "predict:\n"
             "  --weights FILE     the weights to classify with\n"
@@ -210,8 +218,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             m->name, m->name, m->source,
             m->cuda ? "" : ";\n                     this program was built for the CPU only",
             (long long)m->batch, MAX_THREADS,
-            (long long)default_threads(), m->data || m->text ? " (" : "",
-            m->data ? m->data : m->text ? m->text : "", m->data || m->text ? ")" : "",
+            (long long)default_threads(), default_data(m) ? " (" : "",
+            default_data(m) ? default_data(m) : "", default_data(m) ? ")" : "",
             (long long)m->epochs, m->lr, clip, (unsigned long long)m->seed,
             DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
     return out == stdout ? 0 : 2;
@@ -241,7 +249,7 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
         {"--epochs", 1, 1000000, &o->epochs}, {"--batch", 1, 1 << 20, &o->batch},
         {"--limit", 1, INT64_MAX, &o->limit}, {"--iters", 1, 1000000, &o->iters},
         {"--warmup", 0, 1000000, &o->warmup}, {"--threads", 1, MAX_THREADS, &o->threads},
-        {"--length", 0, 100000000, &o->length},
+        {"--length", 0, 100000000, &o->length}, {"--workers", 1, 1024, &o->workers},
     };
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
         if (strcmp(flag, counts[k].name) == 0)
@@ -334,7 +342,7 @@ static bool known_flag(const DlrtModel *m, const Command *cmd, const char *flag,
  * status: 0 after --help, 2 after a message. */
 static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char **argv,
                          Options *o) {
-    *o = (Options){.device = "cpu", .data = m->data ? m->data : m->text, .epochs = m->epochs,
+    *o = (Options){.device = "cpu", .data = default_data(m), .epochs = m->epochs,
                    .prime = "\n", .length = 400, .temperature = 1,
                    .batch = m->batch, .lr = m->lr, .clip = m->clip, .seed = m->seed, .mode = "train",
                    .iters = 100, .warmup = 10, .threads = default_threads(),

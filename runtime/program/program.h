@@ -3,7 +3,8 @@
  *   program.c   main: parsing the options, the thread count, dispatching;
  *               `info`; the JSON report
  *   train.c     `train` and `eval`: the commands that run on an IDX folder
- *   predict.c   `predict`: classifying IDX, .npy and PGM files
+ *   predict.c   `predict`: classifying IDX, .npy, PGM, PNG and JPEG files
+ *   images.c    the train section's images(...): folders of images
  *   sample.c    `sample`: text from a language model
  *   bench.c     `bench`: timing steps on synthetic data
  *   gradcheck.c `gradcheck`: the gradients against finite differences
@@ -36,6 +37,7 @@ typedef struct Options {
     int64_t limit;             /* train: the first samples of the train split; 0 = all */
     int64_t iters, warmup;     /* bench: timed and untimed iterations */
     int64_t threads;           /* for dlrt_set_threads */
+    int64_t workers;           /* images: the loader's threads (0: chosen) */
     double lr;                 /* train, bench: before the schedule */
     double clip;               /* train, bench, check: the gradients' largest norm
                                   (0: no clipping) */
@@ -134,5 +136,33 @@ DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradch
 /* check's tolerance without --tolerance: a relative error that f32 rounding
  * in another order of summation stays well below */
 #define DLRT_CHECK_TOLERANCE 1e-4
+
+/* images.c: the train section's images(...). */
+typedef struct ImageData {
+    DlrtImageFolder train, val;        /* the folder's splits */
+    DlrtTransform train_tf, eval_tf;
+    DlrtLoader *train_loader;          /* shuffled, the training transform */
+    DlrtLoader *val_loader;            /* in order, the eval transform; NULL
+                                          without validation images */
+    char *classes;                     /* the class names, a metadata value */
+} ImageData;
+
+/* The network's input as images: false unless [1 or 3, H, W]. */
+bool dlrt_images_shape(const DlrtModel *m, int64_t *c, int64_t *h, int64_t *w);
+/* The loader's threads: --workers, else the online CPUs up to 8. */
+int dlrt_images_workers(const Options *o);
+/* Lists o->data (both splits when train, else the validation one), cut to
+ * --limit, and opens their loaders (seed: the shuffle's and the
+ * augmentation's); false after a message. */
+bool dlrt_images_open(ImageData *d, const DlrtModel *m, const Options *o, bool train,
+                      uint64_t seed);
+void dlrt_images_close(ImageData *d);
+/* One PNG or JPEG file for predict, with m's eval transform (none without
+ * images(...)), as a dataset of one sample. */
+DlrtStatus dlrt_images_load_file(const DlrtModel *m, const char *path, DlrtDataset *ds,
+                                 DlrtError *err);
+/* The class names of a checkpoint's metadata ("classes"), *n of them, or
+ * NULL; free(names[0]) then free(names). */
+char **dlrt_images_class_names(const DlrtMeta *meta, int nmeta, int32_t *n);
 
 #endif /* DLRT_PROGRAM_H */

@@ -1,0 +1,195 @@
+/* images.c — the train section's images(...): folders of PNG and JPEG
+ * images for `train`, `eval`, `predict` and `bench`.
+ *
+ * The network's input must be [C, H, W] with C = 1 (images become
+ * grayscale, PIL's "L") or C = 3 (RGB).  Training reads the folder's train
+ * split through a loader with the training transform (images(train=...),
+ * else the eval one), shuffled; validation and `eval` read the validation
+ * split with the eval transform, in order; `predict` applies the eval
+ * transform to each file.  The class names, the training folder's, go into
+ * every checkpoint (metadata "classes"), so that `predict` prints names.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "program.h"
+
+/* Batches decoded ahead of the one in use, per worker. */
+#define PREFETCH_PER_WORKER 2
+
+bool dlrt_images_shape(const DlrtModel *m, int64_t *c, int64_t *h, int64_t *w) {
+    if (m->rank != 3 || (m->dims[0] != 1 && m->dims[0] != 3))
+        return false;
+    *c = m->dims[0];
+    *h = m->dims[1];
+    *w = m->dims[2];
+    return true;
+}
+
+int dlrt_images_workers(const Options *o) {
+    if (o->workers > 0)
+        return (int)o->workers;
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+/* The first `keep` images of f in a fixed shuffle, in f's order: --limit. */
+static void limit_folder(DlrtImageFolder *f, int64_t keep) {
+    if (keep <= 0 || keep >= f->count)
+        return;
+    int64_t *order = malloc(sizeof *order * (size_t)f->count);
+    bool *kept = calloc((size_t)f->count, sizeof *kept);
+    if (order && kept) {
+        DlrtRng rng;
+        dlrt_rng_seed(&rng, 0x6c696d);
+        for (int64_t i = 0; i < f->count; i++)
+            order[i] = i;
+        for (int64_t i = f->count - 1; i > 0; i--) {
+            int64_t j = (int64_t)dlrt_rng_below(&rng, (uint64_t)i + 1), t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+        for (int64_t i = 0; i < keep; i++)
+            kept[order[i]] = true;
+        int64_t n = 0;
+        for (int64_t i = 0; i < f->count; i++) {
+            if (kept[i]) {
+                f->paths[n] = f->paths[i];
+                f->labels[n++] = f->labels[i];
+            } else {
+                free(f->paths[i]);
+            }
+        }
+        f->count = n;
+    }
+    free(order);
+    free(kept);
+}
+
+bool dlrt_images_open(ImageData *d, const DlrtModel *m, const Options *o, bool train,
+                      uint64_t seed) {
+    const DlrtImageSource *src = m->images;
+    DlrtError err = {0};
+    int64_t c, h, w;
+    if (!dlrt_images_shape(m, &c, &h, &w)) {
+        char have[128];
+        fprintf(stderr, "%s: images(...) needs a network whose input is [1, H, W] or [3, H, W], "
+                "not %s\n", m->name, dlrt_shape_text(have, sizeof have, m->dims, m->rank));
+        return false;
+    }
+    DlrtStatus st = dlrt_transform_parse(&d->eval_tf, src->eval, &err);
+    if (st == DLRT_OK)
+        st = dlrt_transform_parse(&d->train_tf, src->train ? src->train : src->eval, &err);
+    if (st == DLRT_OK)
+        st = dlrt_image_folders(train ? &d->train : NULL, &d->val, o->data, src->val_fraction,
+                                &err);
+    if (st != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", m->name, err.message);
+        return false;
+    }
+    const DlrtImageFolder *named = train ? &d->train : &d->val;
+    if (named->num_classes != m->classes) {
+        fprintf(stderr, "%s: %s has %d classes, but the network has %lld outputs: make its last "
+                "layer %d wide\n", m->name, o->data, (int)named->num_classes,
+                (long long)m->classes, (int)named->num_classes);
+        return false;
+    }
+    if (train)
+        limit_folder(&d->train, o->limit);
+    if (!train && d->val.count == 0) {
+        fprintf(stderr, "%s: %s: no validation images (a val/ folder beside train/, or "
+                "images(val=...))\n", m->name, o->data);
+        return false;
+    }
+    int workers = dlrt_images_workers(o);
+    int prefetch = workers * PREFETCH_PER_WORKER;
+    if (train)
+        st = dlrt_loader_open(&d->train_loader, &d->train, &d->train_tf, c, h, w, o->batch, true,
+                              seed, workers, prefetch, &err);
+    if (st == DLRT_OK && d->val.count > 0)
+        st = dlrt_loader_open(&d->val_loader, &d->val, &d->eval_tf, c, h, w, o->batch, false,
+                              seed, workers, prefetch, &err);
+    if (st != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", m->name, err.message);
+        return false;
+    }
+    d->classes = dlrt_image_classes_text(named);
+    return d->classes != NULL;
+}
+
+void dlrt_images_close(ImageData *d) {
+    dlrt_loader_close(d->train_loader);
+    dlrt_loader_close(d->val_loader);
+    dlrt_image_folder_free(&d->train);
+    dlrt_image_folder_free(&d->val);
+    free(d->classes);
+    *d = (ImageData){0};
+}
+
+DlrtStatus dlrt_images_load_file(const DlrtModel *m, const char *path, DlrtDataset *ds,
+                                 DlrtError *err) {
+    int64_t c, h, w;
+    *ds = (DlrtDataset){0};
+    if (!dlrt_images_shape(m, &c, &h, &w)) {
+        char have[128];
+        return dlrt_fail(err, DLRT_E_SHAPE, "%s: an image, but the network takes %s", path,
+                         dlrt_shape_text(have, sizeof have, m->dims, m->rank));
+    }
+    DlrtTransform t = {0};
+    DlrtStatus st = m->images ? dlrt_transform_parse(&t, m->images->eval, err) : DLRT_OK;
+    DlrtImage img;
+    if (st != DLRT_OK || (st = dlrt_image_read(&img, path, (int)c, err)) != DLRT_OK)
+        return st;
+    DlrtRng rng;
+    dlrt_rng_seed(&rng, 0);
+    st = dlrt_transform_apply(&t, &img, &rng, err);
+    if (st == DLRT_OK && (img.height != h || img.width != w))
+        st = dlrt_fail(err, DLRT_E_SHAPE, "%s: an image of %lldx%lld pixels%s, but the network "
+                       "takes %lldx%lld", path, (long long)img.width, (long long)img.height,
+                       t.n ? " after the eval transform" : "", (long long)w, (long long)h);
+    if (st == DLRT_OK) {
+        ds->count = 1;
+        ds->rank = 3;
+        ds->dims[0] = c;
+        ds->dims[1] = h;
+        ds->dims[2] = w;
+        ds->sample_size = c * h * w;
+        ds->x = img.data; /* taken over */
+        return DLRT_OK;
+    }
+    dlrt_image_free(&img);
+    return st;
+}
+
+char **dlrt_images_class_names(const DlrtMeta *meta, int nmeta, int32_t *n) {
+    *n = 0;
+    for (int i = 0; i < nmeta; i++) {
+        if (strcmp(meta[i].key, DLRT_CLASSES_KEY) != 0)
+            continue;
+        int32_t count = 1;
+        for (const char *s = meta[i].value; *s; s++)
+            count += *s == '\n';
+        char **names = calloc((size_t)count, sizeof *names);
+        char *copy = strdup(meta[i].value);
+        if (!names || !copy) {
+            free(names);
+            free(copy);
+            return NULL;
+        }
+        /* names[0] owns the copy; the others point into it */
+        char *s = copy;
+        for (int32_t k = 0; k < count; k++) {
+            names[k] = s;
+            char *nl = strchr(s, '\n');
+            if (nl) {
+                *nl = 0;
+                s = nl + 1;
+            }
+        }
+        *n = count;
+        return names;
+    }
+    return NULL;
+}
