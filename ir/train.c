@@ -87,12 +87,12 @@ static const CallSpec data_calls[] = {
               {"val", DLC_CFG_FLOAT, false, 0, 1, false, true}}},
     /* PNG and JPEG images, a folder per class (torchvision's ImageFolder);
        val: the held-out fraction where there are no train/ and val/
-       folders; train, eval: the transforms of training and of eval and
-       predict (runtime/transform.c) */
+       folders; train_transform, eval_transform: the transforms of
+       training and of eval and predict (runtime/transform.c) */
     {"images", {{"path", DLC_CFG_STR, true, 0, 0, 0, 0},
                 {"val", DLC_CFG_FLOAT, false, 0, 1, false, true},
-                {"train", DLC_CFG_CALL, false, 0, 0, 0, 0},
-                {"eval", DLC_CFG_CALL, false, 0, 0, 0, 0}}},
+                {"train_transform", DLC_CFG_CALL, false, 0, 0, 0, 0},
+                {"eval_transform", DLC_CFG_CALL, false, 0, 0, 0, 0}}},
     {NULL, {{0}}},
 };
 
@@ -185,11 +185,19 @@ static bool check_numbers(DlcCtx *ctx, const char *what, const DlcCfg *v, int mi
         const DlcCfg *x = v->kind == DLC_CFG_LIST ? &v->args[i].val : v;
         ok = is_number(x) && (open ? number(x) > lo : number(x) >= lo) && number(x) <= hi;
     }
-    if (!ok)
-        dlc_error(ctx, v->loc, "%s must be %s of %s%g to %g", what,
-                  min == max ? "a list of 2 numbers" : max > 1 ? "a number or a list of up to 4 numbers"
-                                                             : "a number",
-                  open ? "above " : "", lo, hi);
+    if (!ok) {
+        char range[80] = "";
+        if (lo > -1e30 && hi < 1e30)
+            snprintf(range, sizeof range, ", %s %g %s %g", open ? "above" : "from", lo,
+                     open ? "and at most" : "to", hi);
+        else if (lo > -1e30)
+            snprintf(range, sizeof range, ", %s %g", open ? "above" : "at least", lo);
+        dlc_error(ctx, v->loc, "%s must be %s%s%s", what,
+                  min == max ? "a list of 2 numbers"
+                  : max > 1  ? "a number or a list of up to 4 numbers"
+                             : "a number",
+                  *range && (min == max || max > 1) ? ", each" : "", *range ? range + 1 : "");
+    }
     return ok;
 }
 
@@ -252,7 +260,7 @@ static bool check_transform(DlcCtx *ctx, const char *what, const DlcCfg *v) {
                 ok &= check_numbers(ctx, "hflip()'s p", &a->val, 1, 0, 0, 1, false);
             } else if (kind == 4 && (strcmp(key, "mean") == 0 || strcmp(key, "std") == 0)) {
                 bool m = key[0] == 'm';
-                ok &= check_numbers(ctx, where, &a->val, 1, 4, m ? -1e30 : 0, 1e30, !m);
+                ok &= check_numbers(ctx, where, &a->val, 1, 4, m ? -2e30 : 0, 2e30, !m);
                 mean |= m;
                 std |= !m;
             } else {

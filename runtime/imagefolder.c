@@ -395,8 +395,8 @@ static DlrtStatus load_one(DlrtLoader *l, int64_t index, int64_t epoch, float *x
         st = dlrt_fail(err, st, "%s: %s", path, msg);
     } else if (img.height != l->height || img.width != l->width) {
         st = dlrt_fail(err, DLRT_E_SHAPE, "%s: an image of %lldx%lld pixels after the "
-                       "transform, but the network takes %lldx%lld: resize or crop it in the "
-                       "train section's images(..., eval=...)", path, (long long)img.width,
+                       "transform, but the network takes %lldx%lld: give images(...) a "
+                       "transform that resizes or crops to it", path, (long long)img.width,
                        (long long)img.height, (long long)l->width, (long long)l->height);
     } else {
         memcpy(x, img.data, sizeof *x * (size_t)l->sample);

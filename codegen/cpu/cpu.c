@@ -1053,8 +1053,9 @@ static void put_model(Cpu *cpu, Out *o) {
         put_cstring(o, dlc_cfg_arg(data, "path", 0)->s);
         put(o, ",\n    .val_fraction = %.17g", cfg_num(dlc_cfg_arg(data, "val", 1), 0.1));
         const char *which[2] = {"train", "eval"};
+        const char *keys[2] = {"train_transform", "eval_transform"};
         for (int k = 0; k < 2; k++) {
-            const DlcCfg *tf = dlc_cfg_arg(data, which[k], 2 + k);
+            const DlcCfg *tf = dlc_cfg_arg(data, keys[k], 2 + k);
             char *text = tf ? dlc_train_transform_text(tf) : NULL;
             put(o, ",\n    .%s = ", which[k]);
             if (text)

@@ -119,6 +119,38 @@ bool dlrt_images_open(ImageData *d, const DlrtModel *m, const Options *o, bool t
     return d->classes != NULL;
 }
 
+bool dlrt_images_bench(const DlrtModel *m, const Options *o, int64_t batches, double *ips) {
+    ImageData d = {0};
+    bool ok = dlrt_images_open(&d, m, o, true, o->seed);
+    float *x = ok ? malloc(sizeof *x * (size_t)(o->batch * m->input_size)) : NULL;
+    int32_t *y = ok ? malloc(sizeof *y * (size_t)o->batch) : NULL;
+    if (ok && (!x || !y)) {
+        fprintf(stderr, "%s: out of memory\n", m->name);
+        ok = false;
+    }
+    if (ok) {
+        DlrtError err = {0};
+        int64_t n = 0, images = 0;
+        double t0 = dlrt_clock();
+        dlrt_loader_start_epoch(d.train_loader, 0);
+        for (int64_t b = 0; b < batches; b++) {
+            if (dlrt_loader_next(d.train_loader, x, y, &n, &err) != DLRT_OK) {
+                fprintf(stderr, "%s: %s\n", m->name, err.message);
+                ok = false;
+            }
+            if (!ok || n == 0)
+                break;
+            images += n;
+        }
+        double seconds = dlrt_clock() - t0;
+        *ips = (double)images / (seconds > 0 ? seconds : 1e-9);
+    }
+    free(x);
+    free(y);
+    dlrt_images_close(&d);
+    return ok;
+}
+
 void dlrt_images_close(ImageData *d) {
     dlrt_loader_close(d->train_loader);
     dlrt_loader_close(d->val_loader);

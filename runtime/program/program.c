@@ -118,7 +118,7 @@ static const struct {
     unsigned commands;
 } flags[] = {
     {"--batch", EVERY}, {"--threads", EVERY}, {"--report", EVERY}, {"--device", EVERY},
-    {"--data", TRAIN | EVAL | CHECK}, {"--epochs", TRAIN}, {"--limit", TRAIN},
+    {"--data", TRAIN | EVAL | CHECK | BENCH}, {"--epochs", TRAIN}, {"--limit", TRAIN},
     {"--lr", TRAIN | BENCH | CHECK}, {"--clip", TRAIN | BENCH | CHECK},
     {"--seed", TRAIN | BENCH | GRADCHECK | CHECK | SAMPLE},
     {"--save", TRAIN}, {"--resume", TRAIN}, {"--log", TRAIN},
@@ -193,6 +193,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --warmup N         untimed iterations before them (10)\n"
             "  --lr X, --seed N   as for train; the seed also draws the random data\n"
             "  --clip X           as for train\n"
+            "  --data DIR         images(...): also time the loader alone on this folder\n"
+            "  --workers N        its threads\n"
             "\n"
             "gradcheck:\n"
             "  --batch N          samples in the random batch (%d)\n"
@@ -437,6 +439,7 @@ static void json_count(FILE *f, const char *key, long long v) {
 Report dlrt_report_new(const char *command) {
     return (Report){.command = command, .epochs = -1, .images = -1, .train_loss = NAN,
                     .test_loss = NAN, .test_accuracy = NAN, .images_per_second = NAN,
+                    .loader_images_per_second = NAN,
                     .median_ms = NAN, .mean_ms = NAN, .min_ms = NAN, .max_ms = NAN,
                     .gradcheck_error = NAN, .gradcheck_f32_error = NAN,
                     .check_worst_error = NAN, .seconds = NAN};
@@ -466,6 +469,7 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     json_number(f, "test_loss", r->test_loss, 9);
     json_number(f, "test_accuracy", r->test_accuracy, 9);
     json_number(f, "images_per_second", r->images_per_second, 6);
+    json_number(f, "loader_images_per_second", r->loader_images_per_second, 6);
     json_number(f, "median_ms", r->median_ms, 6);
     json_number(f, "mean_ms", r->mean_ms, 6);
     json_number(f, "min_ms", r->min_ms, 6);

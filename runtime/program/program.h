@@ -65,6 +65,7 @@ typedef struct Report {
     int64_t images;              /* samples the timed part of the command processed */
     double train_loss, test_loss, test_accuracy;  /* train, eval (train_loss: train) */
     double images_per_second;    /* in the timed part: steps, forward passes */
+    double loader_images_per_second; /* bench of images(...): the loader alone */
     double median_ms, mean_ms, min_ms, max_ms;  /* bench: per batch */
     double gradcheck_error;      /* gradcheck: f64 gradients vs finite differences */
     double gradcheck_f32_error;  /* gradcheck: f32 gradients vs f64 */
@@ -157,6 +158,10 @@ int dlrt_images_workers(const Options *o);
 bool dlrt_images_open(ImageData *d, const DlrtModel *m, const Options *o, bool train,
                       uint64_t seed);
 void dlrt_images_close(ImageData *d);
+/* bench: the training loader alone, over up to `batches` batches of
+ * o->data (an epoch at most), in images per second; false after a
+ * message. */
+bool dlrt_images_bench(const DlrtModel *m, const Options *o, int64_t batches, double *ips);
 /* One PNG or JPEG file for predict, with m's eval transform (none without
  * images(...)), as a dataset of one sample. */
 DlrtStatus dlrt_images_load_file(const DlrtModel *m, const char *path, DlrtDataset *ds,

@@ -9,8 +9,9 @@
  *   test_image crop FILE CH T L H W OUT the box (T, L, H, W), as above
  *   test_image resized-crop FILE CH T L H W SH SW OUT
  *                                       the box resized to SH x SW
- *   test_image list ROOT VAL            the classes and images of an image
- *                                       folder (VAL: the held-out fraction)
+ *   test_image list ROOT VAL [all]      the classes and images of an image
+ *                                       folder (VAL: the held-out fraction);
+ *                                       with all, every training image
  *   test_image load ROOT C H W BATCH WORKERS TF
  *                                       one epoch of the loader, shuffled
  *                                       (seed 1): a checksum of its batches
@@ -104,10 +105,11 @@ static int cmd_crop(int argc, char **argv, bool resize) {
 }
 
 static int cmd_list(int argc, char **argv) {
-    if (argc != 4)
+    if (argc != 4 && argc != 5)
         return 2;
     DlrtError err = {0};
     DlrtImageFolder train, val;
+    bool all = argc == 5;
     double t0 = dlrt_clock();
     if (dlrt_image_folders(&train, &val, argv[2], atof(argv[3]), &err) != DLRT_OK)
         return fail(&err);
@@ -117,9 +119,9 @@ static int cmd_list(int argc, char **argv) {
         printf(" %s", train.classes[k]);
     printf("\ntrain: %lld images, val: %lld images\n", (long long)train.count,
            (long long)val.count);
-    for (int64_t i = 0; i < train.count && i < 6; i++)
-        printf("train[%lld]: %s %d\n", (long long)i, strrchr(train.paths[i], '/') + 1,
-               train.labels[i]);
+    for (int64_t i = 0; i < train.count && (all || i < 6); i++)
+        printf("train[%lld]: %s %d\n", (long long)i,
+               all ? train.paths[i] : strrchr(train.paths[i], '/') + 1, train.labels[i]);
     for (int64_t i = 0; i < val.count && i < 3; i++)
         printf("val[%lld]: %s %d\n", (long long)i, strrchr(val.paths[i], '/') + 1, val.labels[i]);
     char *text = dlrt_image_classes_text(&train);
