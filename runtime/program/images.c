@@ -16,8 +16,10 @@
 
 #include "program.h"
 
-/* Batches decoded ahead of the one in use, per worker. */
+/* Batches decoded ahead of the one in use, per worker, in at most
+ * PREFETCH_BYTES for each loader (2 batches at least). */
 #define PREFETCH_PER_WORKER 2
+#define PREFETCH_BYTES (INT64_C(256) << 20)
 
 bool dlrt_images_shape(const DlrtModel *m, int64_t *c, int64_t *h, int64_t *w) {
     if (m->rank != 3 || (m->dims[0] != 1 && m->dims[0] != 3))
@@ -104,7 +106,10 @@ bool dlrt_images_open(ImageData *d, const DlrtModel *m, const Options *o, bool t
         return false;
     }
     int workers = dlrt_images_workers(o);
+    int64_t bytes = o->batch * c * h * w * (int64_t)sizeof(float);
+    int64_t fit = PREFETCH_BYTES / (bytes > 0 ? bytes : 1);
     int prefetch = workers * PREFETCH_PER_WORKER;
+    prefetch = fit < prefetch ? (fit > 2 ? (int)fit : 2) : prefetch;
     if (train)
         st = dlrt_loader_open(&d->train_loader, &d->train, &d->train_tf, c, h, w, o->batch, true,
                               seed, workers, prefetch, &err);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""image_folders.py SRC DST NTRAIN NTEST: Fashion-MNIST (the MNIST-style
+"""image_folders.py SRC DST NTRAIN NTEST [color]: Fashion-MNIST (the MNIST-style
 folder SRC) written out as torchvision's ImageFolder layout, from the first
 NTRAIN training and NTEST test images:
 
@@ -10,7 +10,11 @@ NTRAIN training and NTEST test images:
 
 CLASS is the label and the class's name, "0_tshirt" ... "9_boot", so that
 the sorted names keep Fashion-MNIST's labels.  An image-folder loader and
-the IDX loader then see the same samples in the same places."""
+the IDX loader then see the same samples in the same places.
+
+With color: DST/color/train/CLASS/NNNNN.jpg and DST/color/val/... instead,
+each image tinted a random colour on a random background and scaled to
+80x72, for networks of colour images."""
 import gzip
 import os
 import struct
@@ -59,7 +63,24 @@ def write(dst, samples, split_name, idx_prefix):
         f.write(bytes(samples[i][1] for i in ordered))
 
 
+def write_color(dst, samples, split_name, seed):
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    for i, (pixels, label) in enumerate(samples):
+        d = os.path.join(dst, "color", split_name, f"{label}_{NAMES[label]}")
+        os.makedirs(d, exist_ok=True)
+        a = np.frombuffer(pixels, np.uint8).reshape(28, 28, 1) / 255.0
+        fg, bg = rng.uniform(0, 255, 3), rng.uniform(0, 255, 3)
+        rgb = (a * fg + (1 - a) * bg).astype(np.uint8)
+        Image.fromarray(rgb).resize((80, 72), Image.BILINEAR).save(
+            os.path.join(d, f"{i:05d}.jpg"), quality=90)
+
+
 if __name__ == "__main__":
     src, dst, ntrain, ntest = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-    write(dst, split(src, "train", ntrain), "train", "train")
-    write(dst, split(src, "t10k", ntest), "val", "t10k")
+    if len(sys.argv) > 5 and sys.argv[5] == "color":
+        write_color(dst, split(src, "train", ntrain), "train", 1)
+        write_color(dst, split(src, "t10k", ntest), "val", 2)
+    else:
+        write(dst, split(src, "train", ntrain), "train", "train")
+        write(dst, split(src, "t10k", ntest), "val", "t10k")
