@@ -151,8 +151,9 @@ int dlrt_bench_command(const DlrtModel *m, const Options *o) {
             if (m->images && o->data && b.train && (o->data_given || access(o->data, R_OK) == 0)) {
                 ok = dlrt_images_bench(m, o, o->warmup + o->iters, &r.loader_images_per_second);
                 if (ok)
-                    printf("loader: %.0f images/s with %d workers (%s): %s\n",
-                           r.loader_images_per_second, dlrt_images_workers(o), o->data,
+                    printf("loader: %.0f images/s with %d worker%s (%s): %s\n",
+                           r.loader_images_per_second, dlrt_images_workers(o),
+                           dlrt_images_workers(o) == 1 ? "" : "s", o->data,
                            r.loader_images_per_second >= r.images_per_second
                                ? "faster than the step" : "the step waits for data");
             }
