@@ -1,10 +1,11 @@
 /* program.c — the command line of a generated program.
  *
  *   ./lenet5 train [--data DIR] [--epochs N] [--batch N] [--lr X] [--clip X] [--seed N]
- *                  [--limit N] [--save FILE] [--resume FILE] [--log FILE.csv]
- *   ./lenet5 eval --weights FILE [--data DIR] [--batch N]
+ *                  [--limit N] [--save FILE] [--resume FILE] [--log FILE.csv] [--workers N]
+ *   ./lenet5 eval --weights FILE [--data DIR] [--batch N] [--workers N]
  *   ./lenet5 predict --weights FILE [--batch N] INPUT...
  *   ./lenet5 bench [--mode train|infer] [--batch N] [--iters N] [--warmup N] [--lr X] [--clip X]
+ *                  [--data DIR] [--workers N]
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
  *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
  *                  [--lr X] [--clip X]
