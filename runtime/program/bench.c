@@ -148,7 +148,7 @@ int dlrt_bench_command(const DlrtModel *m, const Options *o) {
             printf("median %.3f ms per batch (mean %.3f, min %.3f, max %.3f): %.0f images/s\n",
                    r.median_ms, r.mean_ms, r.min_ms, r.max_ms, r.images_per_second);
             /* images(...): can the loader keep up with the step? */
-            if (m->images && o->data && b.train && (o->data_given || access(o->data, R_OK) == 0)) {
+            if (b.train && dlrt_images_wanted(m, o) && (o->data_given || access(o->data, R_OK) == 0)) {
                 ok = dlrt_images_bench(m, o, o->warmup + o->iters, &r.loader_images_per_second);
                 if (ok)
                     printf("loader: %.0f images/s with %d worker%s (%s): %s\n",

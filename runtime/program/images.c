@@ -8,7 +8,15 @@
  * split with the eval transform, in order; `predict` applies the eval
  * transform to each file.  The class names, the training folder's, go into
  * every checkpoint (metadata "classes"), so that `predict` prints names.
+ *
+ * A network whose train section names no images(...) still reads a folder
+ * of images given as --data (a folder of subfolders, without IDX files),
+ * with the transform resize(H) -> center_crop(H, W) for training and
+ * evaluation alike: the identity for images of the input's size already,
+ * and a photo's centre for others.  predict applies that transform to PNG and
+ * JPEG files whose size is not the input's.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +36,40 @@ bool dlrt_images_shape(const DlrtModel *m, int64_t *c, int64_t *h, int64_t *w) {
     *h = m->dims[1];
     *w = m->dims[2];
     return true;
+}
+
+/* Whether path is a folder that holds subfolders and no IDX training or
+ * test images (an empty folder keeps the IDX loader's message). */
+static bool image_folder(const char *path) {
+    DIR *d = opendir(path);
+    if (!d)
+        return false;
+    bool idx = false, sub = false;
+    struct dirent *e;
+    while (!idx && (e = readdir(d)) != NULL) {
+        idx = strncmp(e->d_name, "train-images-idx", 16) == 0 ||
+              strncmp(e->d_name, "t10k-images-idx", 15) == 0;
+        sub |= e->d_type == DT_DIR && e->d_name[0] != '.';
+    }
+    closedir(d);
+    return !idx && sub;
+}
+
+bool dlrt_images_wanted(const DlrtModel *m, const Options *o) {
+    int64_t c, h, w;
+    if (m->images)
+        return o->data != NULL;
+    return o->data && m->vocab == 0 && dlrt_images_shape(m, &c, &h, &w) && image_folder(o->data);
+}
+
+/* The train section's images(...), or the default for a folder given as
+ * --data alone (its transform's text in buf). */
+static DlrtImageSource source(const DlrtModel *m, char *buf, size_t size) {
+    if (m->images)
+        return *m->images;
+    snprintf(buf, size, "resize(%lld) -> center_crop(%lld, %lld)", (long long)m->dims[1],
+             (long long)m->dims[1], (long long)m->dims[2]);
+    return (DlrtImageSource){.path = NULL, .val_fraction = 0.1, .train = NULL, .eval = buf};
 }
 
 int dlrt_images_workers(const Options *o) {
@@ -72,7 +114,9 @@ static void limit_folder(DlrtImageFolder *f, int64_t keep) {
 
 bool dlrt_images_open(ImageData *d, const DlrtModel *m, const Options *o, bool train,
                       uint64_t seed) {
-    const DlrtImageSource *src = m->images;
+    char text[128];
+    DlrtImageSource own = source(m, text, sizeof text);
+    const DlrtImageSource *src = &own;
     DlrtError err = {0};
     int64_t c, h, w;
     if (!dlrt_images_shape(m, &c, &h, &w)) {
@@ -175,13 +219,19 @@ DlrtStatus dlrt_images_load_file(const DlrtModel *m, const char *path, DlrtDatas
                          dlrt_shape_text(have, sizeof have, m->dims, m->rank));
     }
     DlrtTransform t = {0};
-    DlrtStatus st = m->images ? dlrt_transform_parse(&t, m->images->eval, err) : DLRT_OK;
+    char text[128];
+    DlrtImageSource src = source(m, text, sizeof text);
     DlrtImage img;
-    if (st != DLRT_OK || (st = dlrt_image_read(&img, path, (int)c, err)) != DLRT_OK)
+    DlrtStatus st = dlrt_image_read(&img, path, (int)c, err);
+    if (st != DLRT_OK)
         return st;
+    /* the eval transform, or the default for an image not of the size */
+    if (m->images || img.height != h || img.width != w)
+        st = dlrt_transform_parse(&t, src.eval, err);
     DlrtRng rng;
     dlrt_rng_seed(&rng, 0);
-    st = dlrt_transform_apply(&t, &img, &rng, err);
+    if (st == DLRT_OK)
+        st = dlrt_transform_apply(&t, &img, &rng, err);
     if (st == DLRT_OK && (img.height != h || img.width != w))
         st = dlrt_fail(err, DLRT_E_SHAPE, "%s: an image of %lldx%lld pixels%s, but the network "
                        "takes %lldx%lld", path, (long long)img.width, (long long)img.height,

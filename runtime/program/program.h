@@ -148,6 +148,10 @@ typedef struct ImageData {
     char *classes;                     /* the class names, a metadata value */
 } ImageData;
 
+/* Whether train and eval read o->data as a folder of images: the train
+ * section's images(...), or a network of images given a folder without
+ * IDX files. */
+bool dlrt_images_wanted(const DlrtModel *m, const Options *o);
 /* The network's input as images: false unless [1 or 3, H, W]. */
 bool dlrt_images_shape(const DlrtModel *m, int64_t *c, int64_t *h, int64_t *w);
 /* The loader's threads: --workers, else the online CPUs up to 8. */

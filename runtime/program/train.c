@@ -247,7 +247,7 @@ static bool load_splits(Trainer *t) {
     const DlrtModel *m = t->m;
     if (m->vocab > 0 && t->o->data)
         return true; /* the text, once the checkpoint to resume has told its vocabulary */
-    if (m->images && t->o->data)
+    if (dlrt_images_wanted(m, t->o))
         return true; /* the images, once the seed to resume with is known */
     if (!t->o->data)
         return synthetic_splits(t);
@@ -326,7 +326,7 @@ static bool start(Trainer *t) {
     /* a language model's text, in the vocabulary of the run it continues */
     if (m->vocab > 0 && o->data && !text_splits(t, o->data, t->vocab.size > 0))
         return false;
-    if (m->images && o->data && !dlrt_images_open(&t->img, m, o, true, t->seed))
+    if (dlrt_images_wanted(m, o) && !dlrt_images_open(&t->img, m, o, true, t->seed))
         return false;
     t->end = t->first + o->epochs;
     t->count = t->img.train_loader ? t->img.train.count : t->train.count;
@@ -534,7 +534,7 @@ int dlrt_eval_command(const DlrtModel *m, const Options *o) {
         fprintf(stderr, "%s: %s\n", m->name, t.err.message);
     else if (m->vocab > 0) /* the held-out end of the text */
         ok = text_splits(&t, o->data, true);
-    else if (m->images) /* the validation images */
+    else if (dlrt_images_wanted(m, o)) /* the validation images */
         ok = dlrt_images_open(&t.img, m, o, false, 0);
     else if (dlrt_load_idx_dir(NULL, &t.test, o->data, NULL, &t.err) != DLRT_OK) { /* the test split */
         fprintf(stderr, "%s: %s\n", m->name, t.err.message);
