@@ -31,7 +31,7 @@ install(FILES runtime/dlrt.h runtime/dlrt_kernels.h
 # ---- folder), static dependencies private ------------------------------
 file(RELATIVE_PATH DLRT_PC_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" DLRT_PC_PREFIX "${DLRT_PC_PREFIX}")
-set(DLRT_PC_LIBS_PRIVATE "-lopenblas -lm")
+set(DLRT_PC_LIBS_PRIVATE "-lopenblas -lm -lpthread")
 if(CMAKE_DL_LIBS)
   string(APPEND DLRT_PC_LIBS_PRIVATE " -l${CMAKE_DL_LIBS}")
 endif()
@@ -106,7 +106,7 @@ that trains and runs it.")
 set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-    "build-essential, libopenblas-dev, zlib1g-dev, libgomp1, libllvm16")
+    "build-essential, libopenblas-dev, zlib1g-dev, libpng-dev, libjpeg62-turbo-dev, libgomp1, libllvm16")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pkg-config, cmake")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # a shlibs file for packages built against libdlrt.so, and the ldconfig trigger

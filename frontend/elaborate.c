@@ -1301,6 +1301,15 @@ static bool eval_cfg(Elab *e, AstNode *n, DlcCfg *out, int depth) {
         }
         return ok;
     }
+    if (n->kind == AST_LIST) {
+        out->kind = DLC_CFG_LIST;
+        out->nargs = n->items.n;
+        out->args = dlc_arena_alloc(&e->m->arena, sizeof(DlcCfgArg) * (size_t)(n->items.n + 1));
+        bool ok = true;
+        for (int i = 0; i < n->items.n; i++)
+            ok &= eval_cfg(e, n->items.v[i], &out->args[i].val, depth + 1);
+        return ok;
+    }
     Ev v = eval(e, n);
     switch (v.kind) {
     case EV_POISON: return false;

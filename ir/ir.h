@@ -538,6 +538,7 @@ typedef enum DlcCfgKind {
     DLC_CFG_STR,
     DLC_CFG_SYM,
     DLC_CFG_CALL,
+    DLC_CFG_LIST,     /* [0.485, 0.456, 0.406]: items in args, keys NULL */
 } DlcCfgKind;
 
 typedef struct DlcCfgArg DlcCfgArg;
@@ -547,7 +548,7 @@ typedef struct DlcCfg {
     double f;         /* DLC_CFG_FLOAT */
     bool b;           /* DLC_CFG_BOOL */
     const char *s;    /* DLC_CFG_STR text, DLC_CFG_SYM/CALL name */
-    DlcCfgArg *args;  /* DLC_CFG_CALL arguments */
+    DlcCfgArg *args;  /* DLC_CFG_CALL arguments, DLC_CFG_LIST items */
     int nargs;
     DlcLoc loc;
 } DlcCfg;
@@ -629,6 +630,10 @@ DlcTrain *dlc_module_find_train(const DlcModule *m, const char *network);
 bool dlc_train_check(DlcCtx *ctx, const DlcModule *m, const DlcTrain *t);
 /* The argument of a call value by keyword or position, or NULL. */
 const DlcCfg *dlc_cfg_arg(const DlcCfg *call, const char *key, int position);
+/* An image transform of images(train=..., eval=...), written as a chain
+ * (resize(256) -> center_crop(224)), as the text libdlrt parses: the same
+ * chain, one step after the other (a new string; free() it). */
+char *dlc_train_transform_text(const DlcCfg *v);
 
 /* ------------------------------------------------------------------------ */
 /* verify.c                                                                 */

@@ -1057,8 +1057,27 @@ static bool parse_cfg(Parser *p, DlcCfg *v) {
     case TK_WORD:
         advance(p);
         return parse_cfg_after_word(p, v, &t);
+    case '[': {
+        if (p->depth == MAX_DEPTH)
+            return report(&p->lx, v->loc, "value nested too deeply (at most %d)", MAX_DEPTH);
+        v->kind = DLC_CFG_LIST;
+        advance(p);
+        int cap = 0;
+        bool ok = true;
+        p->depth++;
+        while (ok && !accept(p, ']')) {
+            DlcCfgArg item = {0};
+            if (!(ok = parse_cfg(p, &item.val)))
+                break;
+            DLC_PUSH(&p->m->arena, v->args, v->nargs, cap, item);
+            if (!accept(p, ',') && p->tok.kind != ']')
+                ok = expect(p, ']', "',' or ']' after the item");
+        }
+        p->depth--;
+        return ok;
+    }
     default:
-        return unexpected(p, "a value (a number, string, name or call)");
+        return unexpected(p, "a value (a number, string, name, call or list)");
     }
 }
 

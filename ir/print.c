@@ -178,6 +178,14 @@ static void print_cfg(FILE *out, const DlcCfg *v) {
         }
         fputc(')', out);
         break;
+    case DLC_CFG_LIST:
+        fputc('[', out);
+        for (int i = 0; i < v->nargs; i++) {
+            fputs(i ? ", " : "", out);
+            print_cfg(out, &v->args[i].val);
+        }
+        fputc(']', out);
+        break;
     }
 }
 

@@ -9,6 +9,8 @@
 #include "ir.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 DlcTrain *dlc_train_new(DlcModule *m, const char *network, DlcLoc loc) {
@@ -56,7 +58,8 @@ const DlcCfg *dlc_cfg_arg(const DlcCfg *call, const char *key, int position) {
  * [min, max], with either end open when its flag is set. */
 typedef struct ArgSpec {
     const char *name;
-    DlcCfgKind type;     /* DLC_CFG_INT, _FLOAT (ints accepted), _BOOL, _STR */
+    DlcCfgKind type;     /* DLC_CFG_INT, _FLOAT (ints accepted), _BOOL, _STR;
+                            DLC_CFG_CALL: an image transform (check_transform) */
     bool required;
     double min, max;
     bool min_open, max_open;
@@ -82,6 +85,14 @@ static const CallSpec data_calls[] = {
        fraction at its end */
     {"text", {{"path", DLC_CFG_STR, true, 0, 0, 0, 0},
               {"val", DLC_CFG_FLOAT, false, 0, 1, false, true}}},
+    /* PNG and JPEG images, a folder per class (torchvision's ImageFolder);
+       val: the held-out fraction where there are no train/ and val/
+       folders; train_transform, eval_transform: the transforms of
+       training and of eval and predict (runtime/transform.c) */
+    {"images", {{"path", DLC_CFG_STR, true, 0, 0, 0, 0},
+                {"val", DLC_CFG_FLOAT, false, 0, 1, false, true},
+                {"train_transform", DLC_CFG_CALL, false, 0, 0, 0, 0},
+                {"eval_transform", DLC_CFG_CALL, false, 0, 0, 0, 0}}},
     {NULL, {{0}}},
 };
 
@@ -137,12 +148,188 @@ static const KeySpec keys[] = {
 
 static const char *kind_name(DlcCfgKind k) {
     static const char *const names[] = {"an integer", "a number", "a boolean",
-                                        "a string", "a name", "a call"};
+                                        "a string", "a name", "a call", "a list"};
     return names[k];
+}
+
+/* ---- image transforms ------------------------------------------------------- */
+
+/* The steps of a transform chain, first to last: `a -> f(x)` is f(a, x),
+ * so a step whose first argument is a call or a name is the step before
+ * it.  At most 16; *n = 17 when there are more. */
+static int transform_steps(const DlcCfg *v, const DlcCfg *steps[16]) {
+    const DlcCfg *rev[17];
+    int n = 0;
+    while (v && (v->kind == DLC_CFG_CALL || v->kind == DLC_CFG_SYM) && n < 17) {
+        rev[n++] = v;
+        v = v->kind == DLC_CFG_CALL && v->nargs > 0 && !v->args[0].key &&
+                    (v->args[0].val.kind == DLC_CFG_CALL || v->args[0].val.kind == DLC_CFG_SYM)
+                ? &v->args[0].val
+                : NULL;
+    }
+    for (int i = 0; i < n && i < 16; i++)
+        steps[i] = rev[n - 1 - i];
+    return n;
+}
+
+static bool is_number(const DlcCfg *v) { return v->kind == DLC_CFG_INT || v->kind == DLC_CFG_FLOAT; }
+static double number(const DlcCfg *v) { return v->kind == DLC_CFG_INT ? (double)v->i : v->f; }
+
+/* A list of 1 to max numbers (or, with max 0, a number) each in [lo, hi]
+ * (lo excluded when open). */
+static bool check_numbers(DlcCtx *ctx, const char *what, const DlcCfg *v, int min, int max,
+                          double lo, double hi, bool open) {
+    int n = v->kind == DLC_CFG_LIST ? v->nargs : 1;
+    bool ok = v->kind == DLC_CFG_LIST ? n >= min && n <= max : is_number(v) && min <= 1;
+    for (int i = 0; ok && i < n; i++) {
+        const DlcCfg *x = v->kind == DLC_CFG_LIST ? &v->args[i].val : v;
+        ok = is_number(x) && (open ? number(x) > lo : number(x) >= lo) && number(x) <= hi;
+    }
+    if (!ok) {
+        char range[80] = "";
+        if (lo > -1e30 && hi < 1e30)
+            snprintf(range, sizeof range, ", %s %g %s %g", open ? "above" : "from", lo,
+                     open ? "and at most" : "to", hi);
+        else if (lo > -1e30)
+            snprintf(range, sizeof range, ", %s %g", open ? "above" : "at least", lo);
+        dlc_error(ctx, v->loc, "%s must be %s%s%s", what,
+                  min == max ? "a list of 2 numbers"
+                  : max > 1  ? "a number or a list of up to 4 numbers"
+                             : "a number",
+                  *range && (min == max || max > 1) ? ", each" : "", *range ? range + 1 : "");
+    }
+    return ok;
+}
+
+static bool check_transform(DlcCtx *ctx, const char *what, const DlcCfg *v) {
+    static const char *const known[] = {"resize", "center_crop", "random_resized_crop", "hflip",
+                                        "normalize"};
+    const DlcCfg *steps[16];
+    int n = transform_steps(v, steps);
+    if (n == 0) {
+        dlc_error(ctx, v->loc, "%s must be a transform such as resize(256) -> center_crop(224), "
+                  "not %s", what, kind_name(v->kind));
+        return false;
+    }
+    if (n > 8) {
+        dlc_error(ctx, v->loc, "%s has more than 8 steps", what);
+        return false;
+    }
+    bool ok = true;
+    for (int s = 0; s < n; s++) {
+        const DlcCfg *st = steps[s];
+        int kind = -1;
+        for (int k = 0; k < 5; k++)
+            if (strcmp(st->s, known[k]) == 0)
+                kind = k;
+        if (kind < 0) {
+            const char *guess = dlc_closest(st->s, known, 5);
+            if (guess)
+                dlc_error(ctx, st->loc, "unknown image transform '%s'; did you mean '%s'?", st->s,
+                          guess);
+            else
+                dlc_error(ctx, st->loc, "unknown image transform '%s' (known: resize, "
+                          "center_crop, random_resized_crop, hflip, normalize)", st->s);
+            ok = false;
+            continue;
+        }
+        int sizes = 0;
+        bool mean = false, std = false;
+        char where[64];
+        for (int i = st->kind == DLC_CFG_CALL ? (s > 0) /* past the step before */ : 0;
+             st->kind == DLC_CFG_CALL && i < st->nargs; i++) {
+            const DlcCfgArg *a = &st->args[i];
+            const char *key = a->key ? a->key : "";
+            snprintf(where, sizeof where, "%s() argument%s%s", st->s, *key ? " " : "", key);
+            if (kind <= 2 && !*key) { /* a size: S, or H, W, or [H, W] */
+                int k = a->val.kind == DLC_CFG_LIST ? a->val.nargs : 1;
+                bool fine = sizes + k <= 2 && (a->val.kind != DLC_CFG_LIST || (k == 2 && !sizes));
+                for (int j = 0; fine && j < k; j++) {
+                    const DlcCfg *x = a->val.kind == DLC_CFG_LIST ? &a->val.args[j].val : &a->val;
+                    fine = x->kind == DLC_CFG_INT && x->i >= 1 && x->i <= 65536;
+                }
+                if (!fine) {
+                    dlc_error(ctx, a->val.loc, "%s() takes a size: S, or H, W, or [H, W], each "
+                              "a whole number from 1 to 65536", st->s);
+                    ok = false;
+                }
+                sizes += k;
+            } else if (kind == 2 && (strcmp(key, "scale") == 0 || strcmp(key, "ratio") == 0)) {
+                ok &= check_numbers(ctx, where, &a->val, 2, 2, 0, key[0] == 's' ? 1 : 1e6, true);
+            } else if (kind == 3 && (strcmp(key, "p") == 0 || !*key)) {
+                ok &= check_numbers(ctx, "hflip()'s p", &a->val, 1, 0, 0, 1, false);
+            } else if (kind == 4 && (strcmp(key, "mean") == 0 || strcmp(key, "std") == 0)) {
+                bool m = key[0] == 'm';
+                ok &= check_numbers(ctx, where, &a->val, 1, 4, m ? -2e30 : 0, 2e30, !m);
+                mean |= m;
+                std |= !m;
+            } else {
+                dlc_error(ctx, a->key && a->keyloc.line > 0 ? a->keyloc : a->val.loc,
+                          "%s() has no argument %s%s%s", st->s, *key ? "'" : "of this form",
+                          key, *key ? "'" : "");
+                ok = false;
+            }
+        }
+        if (kind <= 2 && sizes == 0) {
+            dlc_error(ctx, st->loc, "%s() needs a size", st->s);
+            ok = false;
+        }
+        if (kind == 4 && (!mean || !std)) {
+            dlc_error(ctx, st->loc, "normalize() needs mean and std");
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static void put_cfg_value(FILE *f, const DlcCfg *v) {
+    char num[64];
+    if (v->kind == DLC_CFG_LIST) {
+        fputc('[', f);
+        for (int i = 0; i < v->nargs; i++) {
+            fputs(i ? ", " : "", f);
+            put_cfg_value(f, &v->args[i].val);
+        }
+        fputc(']', f);
+    } else if (v->kind == DLC_CFG_INT) {
+        fprintf(f, "%lld", (long long)v->i);
+    } else if (v->kind == DLC_CFG_FLOAT) {
+        dlc_format_double(num, sizeof num, v->f);
+        fputs(num, f);
+    }
+}
+
+char *dlc_train_transform_text(const DlcCfg *v) {
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f)
+        return NULL;
+    const DlcCfg *steps[16];
+    int n = transform_steps(v, steps);
+    for (int s = 0; s < n && s < 16; s++) {
+        const DlcCfg *st = steps[s];
+        fprintf(f, "%s%s", s ? " -> " : "", st->s);
+        int first = st->kind == DLC_CFG_CALL ? (s > 0) /* past the step before */ : 0;
+        if (st->kind == DLC_CFG_CALL && st->nargs > first) {
+            fputc('(', f);
+            for (int i = first; i < st->nargs; i++) {
+                fputs(i > first ? ", " : "", f);
+                if (st->args[i].key)
+                    fprintf(f, "%s=", st->args[i].key);
+                put_cfg_value(f, &st->args[i].val);
+            }
+            fputc(')', f);
+        }
+    }
+    fclose(f);
+    return buf;
 }
 
 static bool check_scalar(DlcCtx *ctx, const char *what, const ArgSpec *spec,
                          const DlcCfg *v) {
+    if (spec->type == DLC_CFG_CALL)
+        return check_transform(ctx, what, v);
     bool ok = v->kind == spec->type ||
               (spec->type == DLC_CFG_FLOAT && v->kind == DLC_CFG_INT);
     if (!ok) {

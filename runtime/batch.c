@@ -39,7 +39,22 @@ static uint64_t epoch_seed(uint64_t seed, int64_t epoch) {
     return mix(mix(seed) + (uint64_t)epoch);
 }
 
-/* Resets the order (shuffled when shuffling) and rewinds. */
+void dlrt_epoch_order(int64_t *order, int64_t n, bool shuffle, uint64_t seed, int64_t epoch) {
+    for (int64_t i = 0; i < n; i++)
+        order[i] = i;
+    if (shuffle) {
+        DlrtRng rng;
+        dlrt_rng_seed(&rng, epoch_seed(seed, epoch));
+        for (int64_t i = n - 1; i > 0; i--) {
+            int64_t j = (int64_t)dlrt_rng_below(&rng, (uint64_t)i + 1);
+            int64_t t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+    }
+}
+
+/* Resets the order (shuffled when shuffling, or as streams) and rewinds. */
 static void start_epoch(DlrtBatcher *b, int64_t epoch) {
     int64_t n = b->ds->count;
     b->epoch = epoch;
@@ -55,18 +70,7 @@ static void start_epoch(DlrtBatcher *b, int64_t epoch) {
                     b->order[at++] = i * len + k;
         return;
     }
-    for (int64_t i = 0; i < n; i++)
-        b->order[i] = i;
-    if (b->shuffle) {
-        DlrtRng rng;
-        dlrt_rng_seed(&rng, epoch_seed(b->seed, epoch));
-        for (int64_t i = n - 1; i > 0; i--) {
-            int64_t j = (int64_t)dlrt_rng_below(&rng, (uint64_t)i + 1);
-            int64_t t = b->order[i];
-            b->order[i] = b->order[j];
-            b->order[j] = t;
-        }
-    }
+    dlrt_epoch_order(b->order, n, b->shuffle, b->seed, epoch);
 }
 
 DlrtStatus dlrt_batcher_init(DlrtBatcher *b, const DlrtDataset *ds, int64_t batch,

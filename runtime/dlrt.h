@@ -15,6 +15,10 @@
  *   threads.c      the kernels' thread count
  *   data.c         datasets: IDX (gzip or plain), NumPy .npy, CSV; scaling
  *   pgm.c          grayscale PGM images, for predictions
+ *   image.c        PNG and JPEG images (libpng, libjpeg-turbo)
+ *   transform.c    torchvision's preprocessing and augmentation of images
+ *   imagefolder.c  folders of images, a subfolder per class, and the
+ *                  loader that decodes their batches on worker threads
  *   batch.c        shuffling and batching
  *   safetensors.c  checkpoints in the safetensors format
  *   text.c         text for character-level language models: UTF-8
@@ -256,6 +260,160 @@ const char *dlrt_shape_text(char *buf, size_t size, const int64_t *dims, int ran
 DlrtStatus dlrt_load_pgm(DlrtDataset *ds, const char *path, DlrtError *err);
 
 /* ------------------------------------------------------------------------ */
+/* image.c                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* An image as floats in [0, 1] (torchvision's ToTensor), channels first. */
+typedef struct DlrtImage {
+    int64_t channels;   /* 1 (grayscale) or 3 (RGB) */
+    int64_t height, width;
+    float *data;        /* channels * height * width, a plane per channel */
+} DlrtImage;
+
+typedef enum DlrtImageFormat {
+    DLRT_IMAGE_UNKNOWN,
+    DLRT_IMAGE_PNG,     /* the 8-byte PNG signature */
+    DLRT_IMAGE_JPEG,    /* SOI and a marker: FF D8 FF */
+} DlrtImageFormat;
+
+/* The format of a file from its first n bytes (8 suffice). */
+DlrtImageFormat dlrt_image_sniff(const unsigned char *head, size_t n);
+/* Decodes a PNG (gray, RGB, palette, with or without alpha, 1 to 16 bits,
+ * interlaced or not) or a JPEG (baseline or progressive; gray, YCbCr or
+ * CMYK) held in memory, named `name` in messages, into *img with
+ * `channels` channels: 3 for RGB (PIL's convert("RGB"), as torchvision's
+ * ImageFolder loads), 1 for grayscale (convert("L")), 0 for the file's own
+ * (1 or 3).  Alpha is dropped.  8-bit samples scale by 1/255, 16-bit by
+ * 1/65535.  A truncated or corrupt file, or one of another format, is
+ * DLRT_E_FORMAT naming it; more than 2^28 pixels DLRT_E_RANGE.  On failure
+ * *img is left zeroed. */
+DlrtStatus dlrt_image_decode(DlrtImage *img, const unsigned char *data, size_t size,
+                             const char *name, int channels, DlrtError *err);
+/* dlrt_image_decode of the file at path. */
+DlrtStatus dlrt_image_read(DlrtImage *img, const char *path, int channels, DlrtError *err);
+/* A whole file into a new buffer (*data, free() it; at most 1 GiB). */
+DlrtStatus dlrt_read_file(const char *path, unsigned char **data, size_t *size, DlrtError *err);
+/* An uninitialized image of that size (DLRT_E_RANGE beyond 2^28 pixels). */
+DlrtStatus dlrt_image_alloc(DlrtImage *img, int64_t channels, int64_t height, int64_t width,
+                            DlrtError *err);
+void dlrt_image_free(DlrtImage *img);
+
+/* ------------------------------------------------------------------------ */
+/* transform.c                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* A step of a transform, torchvision's transform of the same meaning. */
+typedef enum DlrtTransformKind {
+    DLRT_TF_RESIZE,              /* Resize, bilinear, antialiased */
+    DLRT_TF_CENTER_CROP,         /* CenterCrop (zero padding when larger) */
+    DLRT_TF_RANDOM_RESIZED_CROP, /* RandomResizedCrop */
+    DLRT_TF_HFLIP,               /* RandomHorizontalFlip */
+    DLRT_TF_NORMALIZE,           /* Normalize */
+} DlrtTransformKind;
+
+typedef struct DlrtTransformStep {
+    DlrtTransformKind kind;
+    int64_t height, width;     /* the sizes: resize's width 0 means the
+                                  smaller side to height */
+    double scale[2], ratio[2]; /* random_resized_crop's ranges */
+    double p;                  /* hflip's probability */
+    int nmean, nstd;           /* normalize: 1 (every channel) or one each */
+    float mean[4], std[4];
+} DlrtTransformStep;
+
+#define DLRT_MAX_TRANSFORMS 8
+
+/* A chain of steps, applied in order. */
+typedef struct DlrtTransform {
+    int n;
+    DlrtTransformStep step[DLRT_MAX_TRANSFORMS];
+} DlrtTransform;
+
+/* A transform from its text, as the train section writes it:
+ * "resize(256) -> center_crop(224) -> normalize(mean=[0.485, 0.456, 0.406],
+ * std=[0.229, 0.224, 0.225])" (steps in transform.c); "" or NULL is no
+ * steps.  A mistake is DLRT_E_ARG, quoting the text. */
+DlrtStatus dlrt_transform_parse(DlrtTransform *t, const char *text, DlrtError *err);
+/* Applies t to *img (replacing its pixels), drawing the random steps'
+ * choices from rng. */
+DlrtStatus dlrt_transform_apply(const DlrtTransform *t, DlrtImage *img, DlrtRng *rng,
+                                DlrtError *err);
+/* Whether t has random steps (random_resized_crop, hflip). */
+bool dlrt_transform_random(const DlrtTransform *t);
+/* Antialiased bilinear resize of in into a new image *out. */
+DlrtStatus dlrt_image_resize(const DlrtImage *in, DlrtImage *out, int64_t height, int64_t width,
+                             DlrtError *err);
+/* The box of in at (top, left) of height x width into a new image *out,
+ * zeros where it lies outside in. */
+DlrtStatus dlrt_image_crop(const DlrtImage *in, DlrtImage *out, int64_t top, int64_t left,
+                           int64_t height, int64_t width, DlrtError *err);
+
+/* ------------------------------------------------------------------------ */
+/* imagefolder.c                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* Images in a folder per class, as torchvision's ImageFolder reads them:
+ * ROOT/CLASS/NAME.png.  Classes are the subfolders, sorted by name
+ * (strcmp: Python's sorted() of the names), with labels 0..C-1; a class's
+ * images are its files named *.png, *.jpg or *.jpeg (any case), sorted,
+ * and subfolders below it, recursively (os.walk's order, sorted); other
+ * files are skipped, as ImageFolder skips them.  Listing reads names only:
+ * no image is opened until it is loaded. */
+typedef struct DlrtImageFolder {
+    int32_t num_classes;
+    char **classes;      /* num_classes names, sorted */
+    int64_t count;       /* images */
+    char **paths;        /* count paths, class by class */
+    int32_t *labels;     /* count labels */
+} DlrtImageFolder;
+
+/* The metadata key under which a checkpoint keeps the class names: the
+ * names in label order, one a line ("\n" between them). */
+#define DLRT_CLASSES_KEY "classes"
+
+/* The train and validation images of root: root/train and root/val when
+ * root has both (the validation classes must be among the training
+ * ones, which give the labels), else root's own classes, of which
+ * round(val_fraction * count) images, chosen by a shuffle of fixed seed,
+ * are the validation set (val may be NULL with val_fraction 0; train may
+ * be NULL to list the validation images only).  Errors, naming the
+ * folder: no class folders, a class folder with no images (an empty
+ * class, as ImageFolder refuses), a class name with a newline, a
+ * validation class unknown to training, a val_fraction outside [0, 1) or
+ * one that leaves either set empty.  On failure both are left zeroed. */
+DlrtStatus dlrt_image_folders(DlrtImageFolder *train, DlrtImageFolder *val, const char *root,
+                              double val_fraction, DlrtError *err);
+void dlrt_image_folder_free(DlrtImageFolder *f);
+/* The class names as a metadata value (a new string, names a line each;
+ * free() it). */
+char *dlrt_image_classes_text(const DlrtImageFolder *f);
+
+/* A loader: the batches of an image folder, decoded, transformed and
+ * checked against the network's input (channels x height x width) by
+ * `workers` threads, up to `prefetch` batches ahead of the one being
+ * used.  The order is a shuffle of the seed and the epoch (or the
+ * folder's order), and each image's random choices are drawn from a
+ * generator of (seed, epoch, image), so the batches are the same whatever
+ * the number of workers. */
+typedef struct DlrtLoader DlrtLoader;
+
+DlrtStatus dlrt_loader_open(DlrtLoader **l, const DlrtImageFolder *f, const DlrtTransform *t,
+                            int64_t channels, int64_t height, int64_t width, int64_t batch,
+                            bool shuffle, uint64_t seed, int workers, int prefetch,
+                            DlrtError *err);
+/* Starts epoch `epoch` (0-based; open starts none: call it first). */
+void dlrt_loader_start_epoch(DlrtLoader *l, int64_t epoch);
+/* The next batch into x (batch * channels * height * width floats) and y
+ * (batch labels); *n samples, 0 once the epoch is over.  An image that
+ * cannot be loaded stops the epoch: its error names the file. */
+DlrtStatus dlrt_loader_next(DlrtLoader *l, float *x, int32_t *y, int64_t *n, DlrtError *err);
+/* Seconds the workers spent loading (decoding and transforming), all
+ * together, and the images they loaded, since open. */
+void dlrt_loader_stats(const DlrtLoader *l, double *seconds, int64_t *images);
+/* Stops the workers and frees everything; NULL is fine. */
+void dlrt_loader_close(DlrtLoader *l);
+
+/* ------------------------------------------------------------------------ */
 /* batch.c                                                                  */
 /* ------------------------------------------------------------------------ */
 
@@ -298,6 +456,10 @@ void dlrt_batcher_start_epoch(DlrtBatcher *b, int64_t epoch);
 /* Starts the next epoch: dlrt_batcher_start_epoch(b, b->epoch + 1). */
 void dlrt_batcher_next_epoch(DlrtBatcher *b);
 void dlrt_batcher_free(DlrtBatcher *b);
+/* The order of n samples in epoch `epoch` that a batcher of this seed
+ * walks (0..n-1 unshuffled): image loaders share it, so that the same
+ * samples in the same places give the same batches. */
+void dlrt_epoch_order(int64_t *order, int64_t n, bool shuffle, uint64_t seed, int64_t epoch);
 
 /* ------------------------------------------------------------------------ */
 /* safetensors.c                                                            */
@@ -784,6 +946,16 @@ typedef struct DlrtPlanSize {
     int64_t per_sample, fixed;
 } DlrtPlanSize;
 
+/* The train section's images("path", val=..., train=..., eval=...): a
+ * folder of images per class (dlrt_image_folders) and the transforms'
+ * texts (dlrt_transform_parse). */
+typedef struct DlrtImageSource {
+    const char *path;          /* ROOT/CLASS/IMAGE, or ROOT/train and ROOT/val */
+    double val_fraction;       /* held out where there are no train/ and val/ */
+    const char *train;         /* training's transform; NULL: eval's */
+    const char *eval;          /* eval's and predict's; NULL: none */
+} DlrtImageSource;
+
 /* A compiled classifier as the command line sees it: what the generated
  * code knows of the network, the train section's defaults, and its API
  * (with the network object as void *). */
@@ -810,6 +982,7 @@ typedef struct DlrtModel {
     const char *data;          /* an IDX folder, or NULL */
     const char *text;          /* text(path): a UTF-8 file or folder, or NULL */
     double val_fraction;       /* text(val=...): the held-out end of the text */
+    const DlrtImageSource *images; /* images(...), or NULL */
     int64_t batch, epochs;
     double lr;
     uint64_t seed;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what dlc needs on Debian 12, skipping what is already there.
 #   scripts/deps.sh build   the compiler and runtime: a C compiler, CMake,
-#                           flex, bison, zlib, OpenBLAS
+#                           flex, bison, zlib, libpng, libjpeg-turbo, OpenBLAS
 #   scripts/deps.sh main    also the data: Debian's Fashion-MNIST (images)
 #                           and fortunes (English text, for the
 #                           character-level language models)
@@ -25,7 +25,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-build}
 
-pkgs=(build-essential cmake flex bison zlib1g-dev libopenblas-dev llvm-16-dev)
+pkgs=(build-essential cmake flex bison zlib1g-dev libpng-dev libjpeg62-turbo-dev
+      libopenblas-dev llvm-16-dev)
 if [ "$what" = main ]; then
     pkgs+=(dataset-fashion-mnist fortunes)
 fi

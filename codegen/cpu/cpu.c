@@ -1181,6 +1181,25 @@ static void put_model(Cpu *cpu, Out *o) {
     for (int i = 0; i < cpu->nparams; i++)
         trainable += cpu->params[i]->trainable ? numel(cpu->params[i]) : 0;
     char *optimizer = cfg_text(opt);
+    bool images = data && data->kind == DLC_CFG_CALL && strcmp(data->s, "images") == 0;
+    if (images) { /* the folder and its transforms, as libdlrt parses them */
+        put(o, "static const DlrtImageSource %s_images = {\n    .path = ", p);
+        put_cstring(o, dlc_cfg_arg(data, "path", 0)->s);
+        put(o, ",\n    .val_fraction = %.17g", cfg_num(dlc_cfg_arg(data, "val", 1), 0.1));
+        const char *which[2] = {"train", "eval"};
+        const char *keys[2] = {"train_transform", "eval_transform"};
+        for (int k = 0; k < 2; k++) {
+            const DlcCfg *tf = dlc_cfg_arg(data, keys[k], 2 + k);
+            char *text = tf ? dlc_train_transform_text(tf) : NULL;
+            put(o, ",\n    .%s = ", which[k]);
+            if (text)
+                put_cstring(o, text);
+            else
+                put(o, "NULL");
+            free(text);
+        }
+        put(o, ",\n};\n\n");
+    }
     put(o, "const DlrtModel %s_model = {\n    .name = \"%s\",\n    .source = ", p, net->name);
     put_cstring(o, cpu->m->source ? cpu->m->source : "IR");
     put(o, ",\n    .layers = ");
@@ -1208,6 +1227,8 @@ static void put_model(Cpu *cpu, Out *o) {
         put(o, "NULL");
     put(o, ",\n    .val_fraction = %.17g",
         cfg_num(text ? dlc_cfg_arg(data, "val", 1) : NULL, 0.1));
+    if (images)
+        put(o, ",\n    .images = &%s_images", p);
     const DlcCfg *every = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "every", 0) : NULL;
     const DlcCfg *gamma = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "gamma", 1) : NULL;
     const DlcCfg *min_lr = sched && sched->kind == DLC_CFG_CALL ? dlc_cfg_arg(sched, "min_lr", 0) : NULL;

@@ -4,6 +4,11 @@
  *   lenet5 bench: train, batch 64, 2 threads, 10 warm-up and 100 timed iterations
  *   median 9.106 ms per batch (mean 9.179, min 8.876, max 12.806): 7028 images/s
  *
+ * For a network trained on images(...), --data (the train section's
+ * folder by default, where it exists) also times the training loader on its own, over as
+ * many batches as the step ran (an epoch at most), and says whether it
+ * keeps up with the step.
+ *
  * No dataset: the inputs are uniform in [0, 1) and the labels uniform over
  * the classes, drawn from --seed, in the network's shape.  The untimed
  * warm-up iterations come first (page faults in fresh memory, caches,
@@ -22,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "program.h"
 
@@ -141,8 +147,18 @@ int dlrt_bench_command(const DlrtModel *m, const Options *o) {
             summarize(&b, &r);
             printf("median %.3f ms per batch (mean %.3f, min %.3f, max %.3f): %.0f images/s\n",
                    r.median_ms, r.mean_ms, r.min_ms, r.max_ms, r.images_per_second);
+            /* images(...): can the loader keep up with the step? */
+            if (b.train && dlrt_images_wanted(m, o) && (o->data_given || access(o->data, R_OK) == 0)) {
+                ok = dlrt_images_bench(m, o, o->warmup + o->iters, &r.loader_images_per_second);
+                if (ok)
+                    printf("loader: %.0f images/s with %d worker%s (%s): %s\n",
+                           r.loader_images_per_second, dlrt_images_workers(o),
+                           dlrt_images_workers(o) == 1 ? "" : "s", o->data,
+                           r.loader_images_per_second >= r.images_per_second
+                               ? "faster than the step" : "the step waits for data");
+            }
             r.seconds = dlrt_clock() - begin;
-            status = dlrt_report_write(m, o, &r) ? 0 : 1;
+            status = ok && dlrt_report_write(m, o, &r) ? 0 : 1;
         }
     }
     bench_free(&b);

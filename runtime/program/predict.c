@@ -1,4 +1,5 @@
-/* predict.c — `predict`: classifying the images of IDX, .npy and PGM files.
+/* predict.c — `predict`: classifying the images of IDX, .npy, PGM, PNG and
+ * JPEG files.
  *
  *   ./lenet5 predict --weights lenet5.safetensors boot.pgm t10k-images-idx3-ubyte.gz
  *   boot.pgm[0]: class 9, probability 0.8472
@@ -8,14 +9,19 @@
  * An input's format is told by its content, not its name, and any of them
  * may be gzip-compressed: "\x93NUMPY" starts a .npy file, 'P' and a digit
  * a Netpbm image (PGM; the color and bitmap kinds are refused by name), two
- * zero bytes an IDX file.  Values scale as training data does: unsigned
+ * zero bytes an IDX file; PNG's signature and JPEG's FF D8 FF its images
+ * (not compressed), which become the network's channels (1: grayscale, 3:
+ * RGB) scaled by 1/255 and go through the train section's eval transform
+ * (images(eval=...)), as torchvision's evaluation transform would.  Values scale as training data does: unsigned
  * bytes (IDX, .npy uint8) by 1/255, PGM by its maxval, other .npy dtypes
  * not at all.  The samples must have the network's input shape exactly: an
  * IDX file or a .npy array [count, ...] holds count of them, a .npy array
  * of the input's own shape one, a PGM file one ({1, height, width}).
  *
  * Each line names the file and the image's index in it, the class with the
- * highest score (the first, on ties) and its softmax probability.  A file
+ * highest score (the first, on ties) and its softmax probability; with
+ * the class's name too where the checkpoint keeps names (a network
+ * trained on a folder of images: "photo.png[0]: class 2 (cat), ...").  A file
  * that cannot be read or does not fit the network is reported, naming it,
  * and skipped; the others are still classified, and the exit status is 1.
  */
@@ -27,7 +33,7 @@
 
 #include "program.h"
 
-typedef enum Format { FORMAT_IDX, FORMAT_NPY, FORMAT_PGM } Format;
+typedef enum Format { FORMAT_IDX, FORMAT_NPY, FORMAT_PGM, FORMAT_IMAGE } Format;
 
 /* The format of path, from its first bytes (inflated if gzip). */
 static DlrtStatus sniff(const char *path, Format *format, DlrtError *err) {
@@ -36,7 +42,7 @@ static DlrtStatus sniff(const char *path, Format *format, DlrtError *err) {
     if (!f)
         return dlrt_fail(err, DLRT_E_IO, "%s: cannot open: %s", path,
                          strerror(errno ? errno : ENOMEM));
-    unsigned char head[6];
+    unsigned char head[8];
     int n = gzread(f, head, sizeof head);
     int errnum = Z_OK;
     const char *msg = n < 0 ? gzerror(f, &errnum) : "";
@@ -47,14 +53,16 @@ static DlrtStatus sniff(const char *path, Format *format, DlrtError *err) {
                  : dlrt_fail(err, DLRT_E_FORMAT, "%s: bad gzip data: %s", path, msg);
     else if (n == 0)
         st = dlrt_fail(err, DLRT_E_FORMAT, "%s: the file is empty", path);
-    else if (n == 6 && memcmp(head, "\x93NUMPY", 6) == 0)
+    else if (gzdirect(f) && dlrt_image_sniff(head, (size_t)n) != DLRT_IMAGE_UNKNOWN)
+        *format = FORMAT_IMAGE;
+    else if (n >= 6 && memcmp(head, "\x93NUMPY", 6) == 0)
         *format = FORMAT_NPY;
     else if (n >= 2 && head[0] == 'P' && head[1] >= '1' && head[1] <= '7')
         *format = FORMAT_PGM;
     else if (n >= 2 && head[0] == 0 && head[1] == 0)
         *format = FORMAT_IDX;
     else
-        st = dlrt_fail(err, DLRT_E_FORMAT, "%s: not an IDX, .npy or PGM file", path);
+        st = dlrt_fail(err, DLRT_E_FORMAT, "%s: not an IDX, .npy, PGM, PNG or JPEG file", path);
     gzclose(f);
     return st;
 }
@@ -101,6 +109,8 @@ static DlrtStatus load_input(const DlrtModel *m, const char *path, DlrtDataset *
     DlrtStatus st = sniff(path, &format, err);
     if (st != DLRT_OK)
         return st;
+    if (format == FORMAT_IMAGE)
+        return dlrt_images_load_file(m, path, ds, err);
     if (format == FORMAT_IDX)
         st = dlrt_load_idx_images(ds, path, NULL, err);
     else if (format == FORMAT_NPY)
@@ -112,9 +122,11 @@ static DlrtStatus load_input(const DlrtModel *m, const char *path, DlrtDataset *
     return st;
 }
 
-/* Buffers for one batch of outputs. */
+/* Buffers for one batch of outputs, and the checkpoint's class names. */
 typedef struct Outputs {
     float *logits, *probs;
+    char **names;      /* nnames of them, or NULL */
+    int32_t nnames;
 } Outputs;
 
 /* Classifies every sample of ds, a batch at a time, printing a line each;
@@ -136,8 +148,12 @@ static DlrtStatus classify(const DlrtModel *m, void *net, int64_t batch, const c
             int64_t best = 0;
             for (int64_t c = 1; c < classes; c++)
                 best = row[c] > row[best] ? c : best;
-            printf("%s[%lld]: class %lld, probability %.4f\n", path, (long long)(i + k),
-                   (long long)best, (double)out->probs[k * classes + best]);
+            if (best < out->nnames)
+                printf("%s[%lld]: class %lld (%s), probability %.4f\n", path, (long long)(i + k),
+                       (long long)best, out->names[best], (double)out->probs[k * classes + best]);
+            else
+                printf("%s[%lld]: class %lld, probability %.4f\n", path, (long long)(i + k),
+                       (long long)best, (double)out->probs[k * classes + best]);
         }
     }
     return DLRT_OK;
@@ -154,23 +170,28 @@ int dlrt_predict_command(const DlrtModel *m, const Options *o) {
         return 2;
     }
     if (o->ninputs == 0) {
-        fprintf(stderr, "%s: predict needs INPUT files to classify (IDX, .npy or PGM)\n", m->name);
+        fprintf(stderr, "%s: predict needs INPUT files to classify (IDX, .npy, PGM, PNG or "
+                "JPEG)\n", m->name);
         return 2;
     }
     double begin = dlrt_clock(), seconds = 0;
     DlrtError err = {0};
     void *net = NULL;
     Outputs out = {malloc(sizeof(float) * (size_t)(o->batch * m->classes)),
-                   malloc(sizeof(float) * (size_t)(o->batch * m->classes))};
+                   malloc(sizeof(float) * (size_t)(o->batch * m->classes)), NULL, 0};
+    DlrtMeta *meta = NULL;
+    int nmeta = 0;
     int failed = -1;  /* files that failed; -1 while nothing can be classified */
     if (!out.logits || !out.probs)
         fprintf(stderr, "%s: out of memory for batches of %lld\n", m->name, (long long)o->batch);
     else if (m->create(&net, o->batch, 0, &err) != DLRT_OK ||
-             m->load(net, o->weights, NULL, NULL, &err) != DLRT_OK ||
+             m->load(net, o->weights, &meta, &nmeta, &err) != DLRT_OK ||
              (m->freeze && m->freeze(net, &err) != DLRT_OK))
         fprintf(stderr, "%s: %s\n", m->name, err.message);
     else
         failed = 0;
+    out.names = dlrt_images_class_names(meta, nmeta, &out.nnames);
+    dlrt_meta_free(meta, nmeta);
     int64_t images = 0;
     for (int i = 0; failed >= 0 && i < o->ninputs; i++) {
         DlrtDataset ds = {0};
@@ -195,5 +216,8 @@ int dlrt_predict_command(const DlrtModel *m, const Options *o) {
         m->free(net);
     free(out.logits);
     free(out.probs);
+    if (out.names)
+        free(out.names[0]);
+    free(out.names);
     return status;
 }

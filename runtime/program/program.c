@@ -1,10 +1,11 @@
 /* program.c — the command line of a generated program.
  *
  *   ./lenet5 train [--data DIR] [--epochs N] [--batch N] [--lr X] [--clip X] [--seed N]
- *                  [--limit N] [--save FILE] [--resume FILE] [--log FILE.csv]
- *   ./lenet5 eval --weights FILE [--data DIR] [--batch N]
+ *                  [--limit N] [--save FILE] [--resume FILE] [--log FILE.csv] [--workers N]
+ *   ./lenet5 eval --weights FILE [--data DIR] [--batch N] [--workers N]
  *   ./lenet5 predict --weights FILE [--batch N] INPUT...
  *   ./lenet5 bench [--mode train|infer] [--batch N] [--iters N] [--warmup N] [--lr X] [--clip X]
+ *                  [--data DIR] [--workers N]
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
  *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
  *                  [--lr X] [--clip X]
@@ -123,14 +124,20 @@ static const struct {
     unsigned commands;
 } flags[] = {
     {"--batch", EVERY}, {"--threads", EVERY}, {"--report", EVERY}, {"--device", EVERY},
-    {"--data", TRAIN | EVAL | CHECK}, {"--epochs", TRAIN}, {"--limit", TRAIN},
+    {"--data", TRAIN | EVAL | CHECK | BENCH}, {"--epochs", TRAIN}, {"--limit", TRAIN},
     {"--lr", TRAIN | BENCH | CHECK}, {"--clip", TRAIN | BENCH | CHECK},
     {"--seed", TRAIN | BENCH | GRADCHECK | CHECK | SAMPLE},
     {"--save", TRAIN}, {"--resume", TRAIN}, {"--log", TRAIN},
     {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE}, {"--mode", BENCH},
     {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
     {"--prime", SAMPLE}, {"--length", SAMPLE}, {"--temperature", SAMPLE},
+    {"--workers", TRAIN | EVAL | BENCH},
 };
+
+/* The train section's data: an IDX folder, a folder of images, a text. */
+static const char *default_data(const DlrtModel *m) {
+    return m->data ? m->data : m->images ? m->images->path : m->text;
+}
 
 /* The threads to use without --threads: one per online CPU. */
 static int64_t default_threads(void) {
@@ -169,8 +176,9 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --version          the network, its source and the dlc that compiled it\n"
             "\n"
             "train and eval (defaults from the network's train section):\n"
-            "  --data DIR         IDX folder (train-images-idx3-ubyte[.gz], ...), or a\n"
-            "                     language model's UTF-8 text file or folder%s%s%s\n"
+            "  --data DIR         IDX folder (train-images-idx3-ubyte[.gz], ...), a folder\n"
+            "                     of images per class (images(...) in the train section), or\n"
+            "                     a language model's UTF-8 text file or folder%s%s%s\n"
             "  --epochs N         passes over the training data (%lld); with --resume, more\n"
             "  --limit N          train on the first N samples of the train split only\n"
             "  --lr X             learning rate (%g)\n"
@@ -181,6 +189,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --resume FILE      go on from a checkpoint, at the epoch it records\n"
             "  --log FILE.csv     one line per epoch: losses, accuracy, speed\n"
             "  --weights FILE     eval: the weights to evaluate\n"
+            "  --workers N        images(...): threads decoding images (the CPUs, up to 8)\n"
             "\n"
             "predict:\n"
             "  --weights FILE     the weights to classify with\n"
@@ -191,6 +200,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --warmup N         untimed iterations before them (10)\n"
             "  --lr X, --seed N   as for train; the seed also draws the random data\n"
             "  --clip X           as for train\n"
+            "  --data DIR         images(...): also time the loader alone on this folder\n"
+            "  --workers N        its threads\n"
             "\n"
             "gradcheck:\n"
             "  --batch N          samples in the random batch (%d)\n"
@@ -216,8 +227,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             m->name, m->name, m->source,
             m->cuda ? "" : ";\n                     this program was built for the CPU only",
             (long long)m->batch, MAX_THREADS,
-            (long long)default_threads(), m->data || m->text ? " (" : "",
-            m->data ? m->data : m->text ? m->text : "", m->data || m->text ? ")" : "",
+            (long long)default_threads(), default_data(m) ? " (" : "",
+            default_data(m) ? default_data(m) : "", default_data(m) ? ")" : "",
             (long long)m->epochs, m->lr, clip, (unsigned long long)m->seed,
             DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
     return out == stdout ? 0 : 2;
@@ -247,7 +258,7 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
         {"--epochs", 1, 1000000, &o->epochs}, {"--batch", 1, 1 << 20, &o->batch},
         {"--limit", 1, INT64_MAX, &o->limit}, {"--iters", 1, 1000000, &o->iters},
         {"--warmup", 0, 1000000, &o->warmup}, {"--threads", 1, MAX_THREADS, &o->threads},
-        {"--length", 0, 100000000, &o->length},
+        {"--length", 0, 100000000, &o->length}, {"--workers", 1, 1024, &o->workers},
     };
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
         if (strcmp(flag, counts[k].name) == 0)
@@ -340,7 +351,7 @@ static bool known_flag(const DlrtModel *m, const Command *cmd, const char *flag,
  * status: 0 after --help, 2 after a message. */
 static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char **argv,
                          Options *o) {
-    *o = (Options){.device = "cpu", .data = m->data ? m->data : m->text, .epochs = m->epochs,
+    *o = (Options){.device = "cpu", .data = default_data(m), .epochs = m->epochs,
                    .prime = "\n", .length = 400, .temperature = 1,
                    .batch = m->batch, .lr = m->lr, .clip = m->clip, .seed = m->seed, .mode = "train",
                    .iters = 100, .warmup = 10, .threads = default_threads(),
@@ -435,6 +446,7 @@ static void json_count(FILE *f, const char *key, long long v) {
 Report dlrt_report_new(const char *command) {
     return (Report){.command = command, .epochs = -1, .images = -1, .train_loss = NAN,
                     .test_loss = NAN, .test_accuracy = NAN, .images_per_second = NAN,
+                    .loader_images_per_second = NAN,
                     .median_ms = NAN, .mean_ms = NAN, .min_ms = NAN, .max_ms = NAN,
                     .gradcheck_error = NAN, .gradcheck_f32_error = NAN,
                     .check_worst_error = NAN, .seconds = NAN};
@@ -464,6 +476,7 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     json_number(f, "test_loss", r->test_loss, 9);
     json_number(f, "test_accuracy", r->test_accuracy, 9);
     json_number(f, "images_per_second", r->images_per_second, 6);
+    json_number(f, "loader_images_per_second", r->loader_images_per_second, 6);
     json_number(f, "median_ms", r->median_ms, 6);
     json_number(f, "mean_ms", r->mean_ms, 6);
     json_number(f, "min_ms", r->min_ms, 6);

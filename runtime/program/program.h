@@ -3,7 +3,8 @@
  *   program.c   main: parsing the options, the thread count, dispatching;
  *               `info`; the JSON report
  *   train.c     `train` and `eval`: the commands that run on an IDX folder
- *   predict.c   `predict`: classifying IDX, .npy and PGM files
+ *   predict.c   `predict`: classifying IDX, .npy, PGM, PNG and JPEG files
+ *   images.c    the train section's images(...): folders of images
  *   sample.c    `sample`: text from a language model
  *   bench.c     `bench`: timing steps on synthetic data
  *   gradcheck.c `gradcheck`: the gradients against finite differences
@@ -36,6 +37,7 @@ typedef struct Options {
     int64_t limit;             /* train: the first samples of the train split; 0 = all */
     int64_t iters, warmup;     /* bench: timed and untimed iterations */
     int64_t threads;           /* for dlrt_set_threads */
+    int64_t workers;           /* images: the loader's threads (0: chosen) */
     double lr;                 /* train, bench: before the schedule */
     double clip;               /* train, bench, check: the gradients' largest norm
                                   (0: no clipping) */
@@ -63,6 +65,7 @@ typedef struct Report {
     int64_t images;              /* samples the timed part of the command processed */
     double train_loss, test_loss, test_accuracy;  /* train, eval (train_loss: train) */
     double images_per_second;    /* in the timed part: steps, forward passes */
+    double loader_images_per_second; /* bench of images(...): the loader alone */
     double median_ms, mean_ms, min_ms, max_ms;  /* bench: per batch */
     double gradcheck_error;      /* gradcheck: f64 gradients vs finite differences */
     double gradcheck_f32_error;  /* gradcheck: f32 gradients vs f64 */
@@ -134,5 +137,41 @@ DlrtStatus dlrt_gradcheck(const DlrtModel *m, const DlrtGradcheck *o, DlrtGradch
 /* check's tolerance without --tolerance: a relative error that f32 rounding
  * in another order of summation stays well below */
 #define DLRT_CHECK_TOLERANCE 1e-4
+
+/* images.c: the train section's images(...). */
+typedef struct ImageData {
+    DlrtImageFolder train, val;        /* the folder's splits */
+    DlrtTransform train_tf, eval_tf;
+    DlrtLoader *train_loader;          /* shuffled, the training transform */
+    DlrtLoader *val_loader;            /* in order, the eval transform; NULL
+                                          without validation images */
+    char *classes;                     /* the class names, a metadata value */
+} ImageData;
+
+/* Whether train and eval read o->data as a folder of images: the train
+ * section's images(...), or a network of images given a folder without
+ * IDX files. */
+bool dlrt_images_wanted(const DlrtModel *m, const Options *o);
+/* The network's input as images: false unless [1 or 3, H, W]. */
+bool dlrt_images_shape(const DlrtModel *m, int64_t *c, int64_t *h, int64_t *w);
+/* The loader's threads: --workers, else the online CPUs up to 8. */
+int dlrt_images_workers(const Options *o);
+/* Lists o->data (both splits when train, else the validation one), cut to
+ * --limit, and opens their loaders (seed: the shuffle's and the
+ * augmentation's); false after a message. */
+bool dlrt_images_open(ImageData *d, const DlrtModel *m, const Options *o, bool train,
+                      uint64_t seed);
+void dlrt_images_close(ImageData *d);
+/* bench: the training loader alone, over up to `batches` batches of
+ * o->data (an epoch at most), in images per second; false after a
+ * message. */
+bool dlrt_images_bench(const DlrtModel *m, const Options *o, int64_t batches, double *ips);
+/* One PNG or JPEG file for predict, with m's eval transform (none without
+ * images(...)), as a dataset of one sample. */
+DlrtStatus dlrt_images_load_file(const DlrtModel *m, const char *path, DlrtDataset *ds,
+                                 DlrtError *err);
+/* The class names of a checkpoint's metadata ("classes"), *n of them, or
+ * NULL; free(names[0]) then free(names). */
+char **dlrt_images_class_names(const DlrtMeta *meta, int nmeta, int32_t *n);
 
 #endif /* DLRT_PROGRAM_H */

@@ -1,5 +1,5 @@
-/* train.c — `train` and `eval`: the commands that run on an IDX folder, or
- * on a language model's text.
+/* train.c — `train` and `eval`: the commands that run on an IDX folder, a
+ * folder of images (images.c's loaders), or a language model's text.
  *
  * Training loads the folder's train and test splits (a text's training
  * part and its held-out end, in the vocabulary of its characters, which
@@ -58,13 +58,27 @@ void dlrt_random_batch(const DlrtModel *m, DlrtRng *rng, int64_t n, float *x, do
         y[i] = (int32_t)dlrt_rng_below(rng, (uint64_t)m->classes);
 }
 
-/* Runs the network over ds in order; x, y and logits hold one batch.  A
- * language model's loss and accuracy are over every step's prediction. */
-static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds, int64_t batch,
-                           float *x, int32_t *y, float *logits, Scores *s, DlrtError *err) {
-    DlrtBatcher b;
+/* The next batch from a loader of images, or else from a batcher: its
+ * samples (0 at the end of the epoch), -1 on a loader's error (in err). */
+static int64_t next_batch(DlrtBatcher *b, DlrtLoader *loader, float *x, int32_t *y,
+                          DlrtError *err) {
+    int64_t n = 0;
+    if (!loader)
+        return dlrt_batcher_next(b, x, y);
+    return dlrt_loader_next(loader, x, y, &n, err) == DLRT_OK ? n : -1;
+}
+
+/* Runs the network over ds (or, with a loader, its images) in order; x, y
+ * and logits hold one batch.  A language model's loss and accuracy are
+ * over every step's prediction. */
+static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
+                           DlrtLoader *loader, int64_t batch, float *x, int32_t *y,
+                           float *logits, Scores *s, DlrtError *err) {
+    DlrtBatcher b = {0};
     DlrtStatus st = m->freeze ? m->freeze(net, err) : DLRT_OK; /* until the next step */
-    if (st != DLRT_OK || (st = dlrt_batcher_init(&b, ds, batch, false, 0, err)) != DLRT_OK)
+    if (st == DLRT_OK && loader)
+        dlrt_loader_start_epoch(loader, 0);
+    else if (st != DLRT_OK || (st = dlrt_batcher_init(&b, ds, batch, false, 0, err)) != DLRT_OK)
         return st;
     if (m->reset_state) { /* the split as streams, from the zero state */
         dlrt_batcher_streams(&b);
@@ -73,7 +87,7 @@ static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
     double total = 0;
     *s = (Scores){0};
     int64_t n;
-    while ((n = dlrt_batcher_next(&b, x, y)) > 0) {
+    while ((n = next_batch(&b, loader, x, y, err)) > 0) {
         double t0 = dlrt_clock();
         if ((st = m->forward(net, n, x, logits, err)) != DLRT_OK)
             break;
@@ -83,6 +97,8 @@ static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
         s->correct += dlrt_count_correct(logits, y, rows, m->classes);
         s->count += rows;
     }
+    if (n < 0)
+        st = err->status;
     dlrt_batcher_free(&b);
     s->loss = s->count ? total / (double)s->count : 0;
     s->accuracy = s->count ? (double)s->correct / (double)s->count : 0;
@@ -115,6 +131,8 @@ typedef struct Trainer {
     float *x, *logits;      /* one batch of inputs and of outputs */
     int32_t *y;             /* one batch of labels */
     DlrtVocab vocab;        /* text: the characters the ids stand for */
+    ImageData img;          /* images(...): the folder's splits and loaders */
+    int64_t count;          /* training samples per epoch */
     uint64_t seed;          /* of the shuffle: --seed, else a resumed checkpoint's */
     int64_t first, end;     /* this run's epochs: first (0-based) to end, exclusive */
     int64_t steps;          /* per epoch */
@@ -133,6 +151,7 @@ static void trainer_free(Trainer *t) {
     dlrt_dataset_free(&t->train);
     dlrt_dataset_free(&t->test);
     dlrt_vocab_free(&t->vocab);
+    dlrt_images_close(&t->img);
 }
 
 /* The buffers of one batch. */
@@ -232,6 +251,8 @@ static bool load_splits(Trainer *t) {
     const DlrtModel *m = t->m;
     if (m->vocab > 0 && t->o->data)
         return true; /* the text, once the checkpoint to resume has told its vocabulary */
+    if (dlrt_images_wanted(m, t->o))
+        return true; /* the images, once the seed to resume with is known */
     if (!t->o->data)
         return synthetic_splits(t);
     if (dlrt_load_idx_dir(&t->train, &t->test, t->o->data, NULL, &t->err) != DLRT_OK) {
@@ -309,15 +330,24 @@ static bool start(Trainer *t) {
     /* a language model's text, in the vocabulary of the run it continues */
     if (m->vocab > 0 && o->data && !text_splits(t, o->data, t->vocab.size > 0))
         return false;
+    if (dlrt_images_wanted(m, o) && !dlrt_images_open(&t->img, m, o, true, t->seed))
+        return false;
     t->end = t->first + o->epochs;
-    if (dlrt_batcher_init(&t->batcher, &t->train, o->batch, true, t->seed, &t->err) != DLRT_OK) {
+    t->count = t->img.train_loader ? t->img.train.count : t->train.count;
+    t->steps = (t->count + o->batch - 1) / o->batch;
+    if (t->img.train_loader) {
+        dlrt_loader_start_epoch(t->img.train_loader, t->first);
+    } else if (dlrt_batcher_init(&t->batcher, &t->train, o->batch, true, t->seed, &t->err) !=
+               DLRT_OK) {
         fprintf(stderr, "%s: %s\n", m->name, t->err.message);
         return false;
+    } else {
+        if (m->reset_state) { /* a stateful network reads its text as streams */
+            dlrt_batcher_streams(&t->batcher);
+            t->steps = t->batcher.run_len;
+        }
+        dlrt_batcher_start_epoch(&t->batcher, t->first);
     }
-    if (m->reset_state) /* a stateful network reads its text as streams */
-        dlrt_batcher_streams(&t->batcher);
-    dlrt_batcher_start_epoch(&t->batcher, t->first);
-    t->steps = m->reset_state ? t->batcher.run_len : (t->train.count + o->batch - 1) / o->batch;
     t->tty = isatty(fileno(stderr));
     if (o->log) {
         t->log = fopen(o->log, "w");
@@ -372,7 +402,7 @@ static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
     int64_t n, step = 0, seen = 0;
     if (m->reset_state) /* each epoch reads its streams from the start */
         m->reset_state(t->net);
-    while ((n = dlrt_batcher_next(&t->batcher, t->x, t->y)) > 0) {
+    while ((n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
         float loss;
         double lr = schedule(m, t->o->lr, e, step, t->steps, t->end);
         if (m->train_step(t->net, n, t->x, t->y, (float)lr, &loss, &t->err) != DLRT_OK) {
@@ -390,12 +420,20 @@ static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
         step++;
         if (t->tty && (step % 10 == 0 || step == t->steps)) {
             double el = dlrt_clock() - begin, ips = (double)seen / (el > 0 ? el : 1e-9);
-            double todo = (double)(t->train.count - seen) +
-                          (double)t->train.count * (double)(t->end - e - 1);
+            double todo = (double)(t->count - seen) + (double)t->count * (double)(t->end - e - 1);
             progress(t, e, step, sum / (double)seen, ips, todo / (ips > 0 ? ips : 1));
         }
     }
-    dlrt_batcher_next_epoch(&t->batcher);
+    if (n < 0) {
+        fprintf(stderr, "%s%s: %s\n", t->tty ? "\n" : "", m->name, t->err.message);
+        return false;
+    }
+    if (t->img.train_loader) { /* decoding the next epoch while this one is evaluated */
+        if (e + 1 < t->end)
+            dlrt_loader_start_epoch(t->img.train_loader, e + 1);
+    } else {
+        dlrt_batcher_next_epoch(&t->batcher);
+    }
     if (t->tty)
         fputc('\n', stderr);
     *r = (EpochResult){.loss = sum / (double)(seen ? seen : 1), .samples = seen,
@@ -408,8 +446,11 @@ static bool save_checkpoint(Trainer *t, int64_t epochs) {
     char epoch[32], seed[32];
     snprintf(epoch, sizeof epoch, "%lld", (long long)epochs);
     snprintf(seed, sizeof seed, "%" PRIu64, t->seed);
-    const DlrtMeta meta[] = {{"epoch", epoch}, {"seed", seed}, dlrt_vocab_meta(&t->vocab)};
-    if (t->m->save(t->net, t->o->save, meta, t->vocab.size > 0 ? 3 : 2, &t->err) == DLRT_OK)
+    DlrtMeta meta[] = {{"epoch", epoch}, {"seed", seed}, dlrt_vocab_meta(&t->vocab)};
+    if (t->img.classes) /* the class names, for predict */
+        meta[2] = (DlrtMeta){DLRT_CLASSES_KEY, t->img.classes};
+    if (t->m->save(t->net, t->o->save, meta, t->vocab.size > 0 || t->img.classes ? 3 : 2,
+                   &t->err) == DLRT_OK)
         return true;
     fprintf(stderr, "%s: %s\n", t->m->name, t->err.message);
     return false;
@@ -429,8 +470,8 @@ static int run(Trainer *t, double begin) {
         Scores s;
         if (!train_epoch(t, e, &er))
             return 1;
-        if (evaluate(m, t->net, &t->test, o->batch, t->x, t->y, t->logits, &s, &t->err) !=
-            DLRT_OK) {
+        if (evaluate(m, t->net, &t->test, t->img.val_loader, o->batch, t->x, t->y, t->logits, &s,
+                     &t->err) != DLRT_OK) {
             fprintf(stderr, "%s: %s\n", m->name, t->err.message);
             return 1;
         }
@@ -503,13 +544,16 @@ int dlrt_eval_command(const DlrtModel *m, const Options *o) {
         fprintf(stderr, "%s: %s\n", m->name, t.err.message);
     else if (m->vocab > 0) /* the held-out end of the text */
         ok = text_splits(&t, o->data, true);
+    else if (dlrt_images_wanted(m, o)) /* the validation images */
+        ok = dlrt_images_open(&t.img, m, o, false, 0);
     else if (dlrt_load_idx_dir(NULL, &t.test, o->data, NULL, &t.err) != DLRT_OK) { /* the test split */
         fprintf(stderr, "%s: %s\n", m->name, t.err.message);
         ok = false;
     } else
         ok = check_data(m, &t.test, "test", &t.err);
     if (ok && alloc_batch(m, o->batch, &t.x, &t.y, &t.logits)) {
-        if (evaluate(m, t.net, &t.test, o->batch, t.x, t.y, t.logits, &s, &t.err) != DLRT_OK) {
+        if (evaluate(m, t.net, &t.test, t.img.val_loader, o->batch, t.x, t.y, t.logits, &s,
+                     &t.err) != DLRT_OK) {
             fprintf(stderr, "%s: %s\n", m->name, t.err.message);
         } else {
             if (m->vocab > 0 && m->steps > 1)
