@@ -31,7 +31,7 @@ install(FILES runtime/dlrt.h runtime/dlrt_kernels.h
 # ---- folder), static dependencies private ------------------------------
 file(RELATIVE_PATH DLRT_PC_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 string(REGEX REPLACE "/$" "" DLRT_PC_PREFIX "${DLRT_PC_PREFIX}")
-set(DLRT_PC_LIBS_PRIVATE "-lopenblas -lm -lpthread")
+set(DLRT_PC_LIBS_PRIVATE "-lopenblas -lpng -ljpeg -lm -lpthread")
 if(CMAKE_DL_LIBS)
   string(APPEND DLRT_PC_LIBS_PRIVATE " -l${CMAKE_DL_LIBS}")
 endif()
