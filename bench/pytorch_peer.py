@@ -22,6 +22,9 @@ heads, as models/googlenet.dl).
       the dlc program's report: median_ms, mean_ms, min_ms, max_ms,
       images_per_second (batch / median), and peak_rss_kib (the process's
       peak resident memory, interpreter included).
+      --model charlm is models/charlm.dl (token ids in, a label at every
+      step); --mode step times one step of it at the batch, going on from
+      the LSTM's state, as generating text a character at a time does.
   pytorch_peer.py accuracy [--epochs N] [--data DIR] [--threads N]
       trains LeNet-5 on Fashion-MNIST (batch 64, a new random order each
       epoch) and prints {"test_accuracy": ..., "seconds": ...}.
@@ -81,19 +84,39 @@ class RowReader(nn.Module):
 RECURRENT = {"lstm_fashion": "lstm", "gru_fashion": "gru"}
 
 
+class CharLM(nn.Module):
+    """models/charlm.dl: each of 128 characters' embedding (113 -> 64) into
+    a 2-layer LSTM of 256 units (dropout 0.2 between the layers), and at
+    every step a linear layer's scores of the next character.  forward
+    takes and returns the LSTM's state, as generating a character at a
+    time needs."""
+
+    def __init__(self):
+        super().__init__()
+        self.e = nn.Embedding(113, 64)
+        self.h = nn.LSTM(64, 256, num_layers=2, dropout=0.2, batch_first=True)
+        self.out = nn.Linear(256, 113)
+
+    def forward(self, x, state=None):
+        y, state = self.h(self.e(x), state)
+        return self.out(y), state
+
+
 def network(name):
     """The network, its input's shape and its number of classes."""
     if name == "lenet5":
         return lenet5(), (1, 28, 28), 10
     if name in RECURRENT:
         return RowReader(RECURRENT[name]), (28, 28), 10
+    if name == "charlm":
+        return CharLM(), (128,), 113
     return zoo(name), (3, 224, 224), 1000
 
 
 def sgd(model, name="lenet5", lr=0.01):
     """The model's optimizer, as its train section says: SGD with momentum
     (Adam for the recurrent ones, at lr 0.001 unless given)."""
-    if name in RECURRENT:
+    if name in RECURRENT or name == "charlm":
         return torch.optim.Adam(model.parameters(), lr=lr)
     if name == "lenet5":
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9)
@@ -102,7 +125,10 @@ def sgd(model, name="lenet5", lr=0.01):
 
 def train_step(model, opt, x, y):
     opt.zero_grad(set_to_none=True)
-    loss = F.cross_entropy(model(x), y)
+    out = model(x)
+    if isinstance(out, tuple):  # a language model: scores at every step
+        out, y = out[0].reshape(-1, out[0].shape[-1]), y.reshape(-1)
+    loss = F.cross_entropy(out, y)
     loss.backward()
     opt.step()
     return loss.item()  # as dlc's train_step, which returns the loss
@@ -113,8 +139,12 @@ def bench(args):
     model, shape, classes = network(args.model)
     batch_bytes = args.batch * 4 * int(torch.tensor(shape).prod())
     batches = max(1, min(8, (64 << 20) // batch_bytes))
-    pool = [(torch.rand(args.batch, *shape), torch.randint(0, classes, (args.batch,)))
-            for _ in range(batches)]
+    if args.model == "charlm":  # token ids in, a label at every step
+        pool = [(torch.randint(0, classes, (args.batch, *shape)),
+                 torch.randint(0, classes, (args.batch, *shape))) for _ in range(batches)]
+    else:
+        pool = [(torch.rand(args.batch, *shape), torch.randint(0, classes, (args.batch,)))
+                for _ in range(batches)]
     dev = torch.device(args.device)
     model.to(dev)
     if args.mode == "train":
@@ -124,12 +154,21 @@ def bench(args):
         def iteration(x, y):
             # the batch comes from the host each step, as dlc's does
             train_step(model, opt, x.to(dev), y.to(dev))
+    elif args.mode == "step":  # a language model's one step, going on from its state
+        model.eval()
+        state = [None]
+
+        def iteration(x, y):
+            with torch.inference_mode():
+                out, state[0] = model(x[:, :1].to(dev), state[0])
+                out.cpu()
     else:
         model.eval()
 
         def iteration(x, y):
             with torch.inference_mode():
-                model(x.to(dev)).cpu()
+                out = model(x.to(dev))
+                (out[0] if isinstance(out, tuple) else out).cpu()
     for i in range(args.warmup):
         iteration(*pool[i % len(pool)])
     ms = []
@@ -202,10 +241,10 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("command", choices=["bench", "accuracy"])
     p.add_argument("--model", default="lenet5",
-                   choices=["lenet5", "lstm_fashion", "gru_fashion", "alexnet", "vgg16",
+                   choices=["lenet5", "lstm_fashion", "gru_fashion", "charlm", "alexnet", "vgg16",
                             "googlenet", "resnet18", "resnet50"])
     p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--mode", choices=["train", "infer"], default="train")
+    p.add_argument("--mode", choices=["train", "infer", "step"], default="train")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--warmup", type=int, default=10)

@@ -18,6 +18,10 @@
  * iterations move the mean and the maximum but not the median.  Images
  * per second are batch / median.
  *
+ * --mode step times NAME_forward_step (a network with a step form: one
+ * step of each of the batch's sequences, going on from the state, as
+ * `sample` generates a character): the pool's ids, one per sequence.
+ *
  * A training step is the real one (forward, loss, backward, the network's
  * optimizer at --lr), so the weights change as the benchmark runs.  The
  * data cycles through a few distinct batches rather than one: fitting a
@@ -41,6 +45,7 @@ typedef struct Bench {
     const DlrtModel *m;
     const Options *o;
     bool train;           /* a training step, not an inference */
+    bool step;            /* one step (forward_step), not a whole inference */
     void *net;
     int64_t pool;         /* batches of data */
     float *x;             /* pool batches of inputs */
@@ -97,7 +102,8 @@ static bool iterate(Bench *b, int64_t i) {
     DlrtStatus st = b->train
         ? m->train_step(b->net, batch, x, b->y + k * batch * dlrt_label_steps(m), (float)b->o->lr,
                         &loss, &b->err)
-        : m->forward(b->net, batch, x, b->out, &b->err);
+        : b->step ? m->forward_step(b->net, batch, x, b->out, &b->err)
+                  : m->forward(b->net, batch, x, b->out, &b->err);
     if (st == DLRT_OK)
         return true;
     fprintf(stderr, "%s: %s\n", m->name, b->err.message);
@@ -126,8 +132,14 @@ static void summarize(Bench *b, Report *r) {
 
 int dlrt_bench_command(const DlrtModel *m, const Options *o) {
     double begin = dlrt_clock();
-    Bench b = {.m = m, .o = o, .train = strcmp(o->mode, "train") == 0};
+    Bench b = {.m = m, .o = o, .train = strcmp(o->mode, "train") == 0,
+               .step = strcmp(o->mode, "step") == 0};
     int status = 1;
+    if (b.step && !m->forward_step) {
+        fprintf(stderr, "%s: bench --mode step needs a network with a step form (one that "
+                "reads its sequence step by step: docs/passes.md, step)\n", m->name);
+        return 2;
+    }
     if (prepare(&b)) {
         printf("%s bench: %s, batch %lld, %lld thread%s, %lld warm-up and %lld timed iterations\n",
                m->name, o->mode, (long long)o->batch, (long long)o->threads,

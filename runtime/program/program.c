@@ -4,7 +4,7 @@
  *                  [--limit N] [--save FILE] [--resume FILE] [--log FILE.csv] [--workers N]
  *   ./lenet5 eval --weights FILE [--data DIR] [--batch N] [--workers N]
  *   ./lenet5 predict --weights FILE [--batch N] INPUT...
- *   ./lenet5 bench [--mode train|infer] [--batch N] [--iters N] [--warmup N] [--lr X] [--clip X]
+ *   ./lenet5 bench [--mode train|infer|step] [--batch N] [--iters N] [--warmup N] [--lr X] [--clip X]
  *                  [--data DIR] [--workers N]
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
  *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
@@ -195,7 +195,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --weights FILE     the weights to classify with\n"
             "\n"
             "bench:\n"
-            "  --mode MODE        train (a training step) or infer (inference only) (train)\n"
+            "  --mode MODE        train (a training step), infer (inference only) or step\n"
+            "                     (one step of a sequence network's step form) (train)\n"
             "  --iters N          timed iterations (100)\n"
             "  --warmup N         untimed iterations before them (10)\n"
             "  --lr X, --seed N   as for train; the seed also draws the random data\n"
@@ -288,8 +289,10 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
         o->seed = (uint64_t)v;
         o->seed_given = true;
     } else if (strcmp(flag, "--mode") == 0) {
-        if (strcmp(value, "train") != 0 && strcmp(value, "infer") != 0) {
-            fprintf(stderr, "%s: --mode must be train or infer, not '%s'\n", m->name, value);
+        if (strcmp(value, "train") != 0 && strcmp(value, "infer") != 0 &&
+            strcmp(value, "step") != 0) {
+            fprintf(stderr, "%s: --mode must be train, infer or step, not '%s'\n", m->name,
+                    value);
             return false;
         }
         o->mode = value;
