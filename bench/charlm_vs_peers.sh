@@ -6,7 +6,7 @@
 # Runtime running the PyTorch twin's step exported to ONNX: on this machine,
 # 2 threads each.
 #
-#   bench/charlm_vs_peers.sh [--repeats 5] [--build build]
+#   bench/charlm_vs_peers.sh [--repeats 5] [--build build] [--accuracy EPOCHS]
 #
 # Two cases:
 #   - training: characters per second of a training step at batch 32
@@ -19,15 +19,20 @@
 #     outputs).
 # Each measurement runs --repeats times, alternating the systems; each run
 # reports the median of its iterations and the table gives the median of
-# the runs and dlc's speed over each peer's.
+# the runs and dlc's speed over each peer's.  --accuracy E also trains
+# charlm and its PyTorch twin (bench/pytorch_peer.py accuracy --model
+# charlm: the same text, split, vocabulary and recipe) for E epochs on
+# Debian's fortunes and compares their validation bits per character.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repeats=5
 build=build
+accuracy=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --repeats) repeats=$2; shift 2 ;;
         --build) build=$2; shift 2 ;;
+        --accuracy) accuracy=$2; shift 2 ;;
         *) sed -n '9p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
@@ -117,3 +122,21 @@ print(row)
 print("\ndlc vs a peer: dlc's speed over the peer's (higher is better for dlc); for memory, "
       "dlc's over PyTorch's (lower is better)")
 PY
+
+if [ "$accuracy" -gt 0 ]; then
+    echo "training charlm $accuracy epoch(s) on fortunes with each" >&2
+    "$tmp/charlm" train --threads "$threads" --epochs "$accuracy" --report "$tmp/dlc-acc.json" \
+        >/dev/null
+    OPENBLAS_CORETYPE=$peer_core "$python" bench/pytorch_peer.py accuracy --model charlm \
+        --threads "$threads" --epochs "$accuracy" --data /usr/share/games/fortunes \
+        >"$tmp/torch-acc.json"
+    "$python" - "$tmp" "$accuracy" <<'PY'
+import json, math, sys
+d = json.load(open(f"{sys.argv[1]}/dlc-acc.json"))
+t = json.load(open(f"{sys.argv[1]}/torch-acc.json"))
+db = d["test_loss"] / math.log(2)
+print(f"\ncharlm, validation bits per character after {sys.argv[2]} epoch(s): dlc {db:.3f} "
+      f"({d['seconds']:.0f} s), PyTorch {t['bits_per_character']:.3f} ({t['seconds']:.0f} s), "
+      f"difference {db - t['bits_per_character']:+.3f}")
+PY
+fi

@@ -7,13 +7,14 @@
 # of dlc's own optimizations (dlc -fno-fuse, -fno-plan-memory, both).
 #
 #   bench/peers_vs_dlc.sh [--cases "lenet-train lenet-infer alexnet-train-64
-#                          alexnet-train-1 googlenet-train-32"]
+#                          alexnet-train-1 googlenet-train-32" | all]
 #                         [--systems "dlc torch jax torch2 ort openvino tvm
 #                          dlc-nofuse dlc-notile dlc-noplan dlc-nofuse-noplan"]
 #                         [--repeats 3] [--out bench/peers] [--build build]
 #                         [--quick]
 #
-# The cases (each a separate row; --cases all adds the last two):
+# The cases (each a separate row; the first five are the default, --cases
+# all adds the others):
 #   lenet-train         LeNet-5 training, batch 64 (images/s), 200 timed steps after 20
 #   lenet-infer         LeNet-5 inference, batch 1 (µs/image), 2,000 after 200
 #   alexnet-train-64    AlexNet training, batch 64 (ms/image), 3 after 1
@@ -21,6 +22,11 @@
 #   googlenet-train-32  GoogLeNet training, batch 32 (ms/image), 3 after 1
 #   alexnet-infer-1     AlexNet inference, batch 1 (ms/image), 50 after 5
 #   googlenet-infer-1   GoogLeNet inference, batch 1 (ms/image), 50 after 5
+#   lstm-train          lstm_fashion (an LSTM of 128 units over an image's 28
+#                       rows) training, batch 64 (images/s), 60 after 10
+#   gru-train           gru_fashion (the same with a GRU) training, batch 64
+#                       (images/s), 60 after 10
+#   lstm-infer-1        lstm_fashion inference, batch 1 (µs/image), 500 after 50
 # --quick times a tenth of the iterations (at least 2), for a smoke run.
 #
 # The systems: dlc (`./MODEL bench`, compiled by BUILD/dlc); torch
@@ -29,8 +35,11 @@
 # openvino, tvm (bench/peers/*_peer.py with bench/.venv-peers/bin/python,
 # which `scripts/deps.sh peers` installs); dlc-nofuse, dlc-notile,
 # dlc-noplan and dlc-nofuse-noplan (the model compiled with `dlc -fno-fuse`,
-# `-fno-tile`,
-# `-fno-plan-memory` or both).  ort, openvino and tvm only infer, at batch 1.
+# `-fno-tile`, `-fno-plan-memory` or both).  ort, openvino and tvm only
+# infer, at batch 1, and only the convolutional networks.  In the recurrent
+# cases JAX runs the recurrence as a jax.lax.scan inside the jitted step,
+# and torch.compile unrolls its 28 steps (bench/peers/jax_peer.py,
+# torch2_peer.py).
 # Every system gets --threads 2 (bench/README.md says how each is held to it).
 #
 # Each measurement is one process, its peak memory the process's peak
@@ -38,10 +47,11 @@
 # times, the order of the systems reversed on every other run; the tables
 # give the median of the repeats.  Training is SGD with momentum 0.9 at
 # learning rate 0.01 (LeNet-5) or 0.001 with weight decay 1e-4 (the zoo),
-# on random data.  The GFLOP/s table divides each model's FLOPs
-# (bench/peers/flops.py: the products of convolutions and dense layers,
-# training = 3 forward passes) by the measured time, and compares them with
-# the best 2-thread OpenBLAS sgemm of this machine (bench/sgemm_peak.c).
+# or Adam at 0.001 (the recurrent models), on random data.  The GFLOP/s
+# table divides each model's FLOPs (bench/peers/flops.py: the products of
+# convolutions, dense and recurrent layers, training = 3 forward passes) by
+# the measured time, and compares them with the best 2-thread OpenBLAS
+# sgemm of this machine (bench/sgemm_peak.c).
 #
 # Writes OUT/peers.md (the tables) and OUT/peers.json (every run's figures),
 # and prints the tables.
@@ -65,7 +75,7 @@ while [ $# -gt 0 ]; do
         *) sed -n '9,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
-[ "$cases" = all ] && cases="$default_cases alexnet-infer-1 googlenet-infer-1"
+[ "$cases" = all ] && cases="$default_cases alexnet-infer-1 googlenet-infer-1 lstm-train gru-train lstm-infer-1"
 threads=2
 python=/usr/bin/python3
 venv=bench/.venv-peers/bin/python
@@ -80,6 +90,9 @@ case_spec() {
         googlenet-train-32) echo googlenet train 32 3 1 0.001 ;;
         alexnet-infer-1) echo alexnet infer 1 50 5 0.001 ;;
         googlenet-infer-1) echo googlenet infer 1 50 5 0.001 ;;
+        lstm-train) echo lstm_fashion train 64 60 10 0.001 ;;
+        gru-train) echo gru_fashion train 64 60 10 0.001 ;;
+        lstm-infer-1) echo lstm_fashion infer 1 500 50 0.001 ;;
         *) echo "peers_vs_dlc.sh: unknown case $1" >&2; exit 2 ;;
     esac
 }
@@ -90,11 +103,13 @@ for s in $systems; do
         *) echo "peers_vs_dlc.sh: unknown system $s" >&2; exit 2 ;;
     esac
 done
-# whether a system runs a case: the ONNX runtimes only infer at batch 1
+# whether a system runs a case: the ONNX runtimes only infer at batch 1,
+# and not the recurrent models
 applies() {
-    local system=$1 mode=$2 batch=$3
+    local system=$1 model=$2 mode=$3 batch=$4
     case "$system" in
-        ort|openvino|tvm) [ "$mode" = infer ] && [ "$batch" = 1 ] ;;
+        ort|openvino|tvm) [ "$mode" = infer ] && [ "$batch" = 1 ] &&
+            [ "$model" != lstm_fashion ] && [ "$model" != gru_fashion ] ;;
         *) true ;;
     esac
 }
@@ -168,7 +183,7 @@ for run in $(seq "$repeats"); do
         order=$systems
         [ $(( run % 2 )) -eq 0 ] && order=$(echo "$systems" | tr ' ' '\n' | tac | tr '\n' ' ')
         for system in $order; do
-            applies "$system" "$mode" "$batch" || continue
+            applies "$system" "$model" "$mode" "$batch" || continue
             echo "run $run of $repeats: $system $case" >&2
             measure "$case" "$system" "$run"
         done
@@ -192,7 +207,11 @@ SPEC = {  # case: model, mode, batch, row label, unit
     "googlenet-train-32": ("googlenet", "train", 32, "GoogLeNet training, batch 32", "ms/image"),
     "alexnet-infer-1": ("alexnet", "infer", 1, "AlexNet inference, batch 1", "ms/image"),
     "googlenet-infer-1": ("googlenet", "infer", 1, "GoogLeNet inference, batch 1", "ms/image"),
+    "lstm-train": ("lstm_fashion", "train", 64, "LSTM training, batch 64", "images/s"),
+    "gru-train": ("gru_fashion", "train", 64, "GRU training, batch 64", "images/s"),
+    "lstm-infer-1": ("lstm_fashion", "infer", 1, "LSTM inference, batch 1", "µs/image"),
 }
+RECURRENT = ("lstm_fashion", "gru_fashion")
 NAMES = {"dlc": "dlc", "torch": "PyTorch 1.13", "jax": "JAX", "torch2": "torch.compile",
          "ort": "ONNX Runtime", "openvino": "OpenVINO", "tvm": "TVM",
          "dlc-nofuse": "dlc -fno-fuse", "dlc-notile": "dlc -fno-tile",
@@ -251,7 +270,7 @@ def fmt(v):
 
 
 applies = lambda case, s: s not in ("ort", "openvino", "tvm") or (
-    SPEC[case][1] == "infer" and SPEC[case][2] == 1)
+    SPEC[case][1] == "infer" and SPEC[case][2] == 1 and SPEC[case][0] not in RECURRENT)
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
             if l.startswith("model name")), "?")
 lines = [f"{threads} threads each, {os.cpu_count()} CPUs ({cpu}); OpenBLAS core: {core} "
@@ -295,7 +314,8 @@ if notes:
     lines += ["Failures:", ""] + [f"- {n}" for n in notes] + [""]
 
 lines += [f"**Achieved GFLOP/s** (FLOPs per image from bench/peers/flops.py: products of "
-          f"convolutions and dense layers, a training step counted as 3 forward passes; "
+          f"convolutions, dense and recurrent layers, a training step counted as 3 forward "
+          f"passes; "
           f"in parentheses, the fraction of this machine's {threads}-thread OpenBLAS sgemm "
           f"peak, {peak:.1f} GFLOP/s at N = {sgemm['n']})", "",
           "| case | GFLOP per image | " + " | ".join(NAMES[s] for s in columns) + " |",

@@ -3,8 +3,9 @@ its command line, its random data, its timing loop and its JSON report.
 
 Every peer runs as
 
-  PEER.py bench [--model lenet5|alexnet|googlenet] [--mode train|infer]
-                [--batch N] [--iters N] [--warmup N] [--threads N] [--lr X]
+  PEER.py bench [--model lenet5|alexnet|googlenet|lstm_fashion|gru_fashion]
+                [--mode train|infer] [--batch N] [--iters N] [--warmup N]
+                [--threads N] [--lr X]
 
 and prints one JSON object with the keys of `./NAME bench --report` and of
 pytorch_peer.py: median_ms, mean_ms, min_ms, max_ms, images_per_second
@@ -15,6 +16,8 @@ part of any timed iteration).
 
 The data are pytorch_peer.py's: random inputs in [0, 1) and labels, cycled
 through at most 8 batches (fewer when they would take more than 64 MiB).
+The recurrent models (lstm_fashion, gru_fashion: pytorch_peer.py's
+RowReader) take each image as 28 steps of 28 pixels, (batch, 28, 28).
 """
 import argparse
 import json
@@ -25,7 +28,9 @@ import time
 
 import numpy as np
 
-MODELS = ("lenet5", "alexnet", "googlenet")
+CONVOLUTIONAL = ("lenet5", "alexnet", "googlenet")  # all that ort_peer.py runs
+RECURRENT = ("lstm_fashion", "gru_fashion")
+MODELS = CONVOLUTIONAL + RECURRENT
 
 
 def parse(description, models=MODELS, modes=("train", "infer")):
@@ -52,18 +57,28 @@ def pin_to_threads(threads):
 
 
 def input_shape(model):
-    """(channels, height, width) of the model's input, and its classes."""
+    """The shape of one of the model's inputs, and its classes: (channels,
+    height, width) for the convolutional networks, (steps, features) =
+    (28, 28) for the recurrent ones."""
+    if model in RECURRENT:
+        return (28, 28), 10
     return ((1, 28, 28), 10) if model == "lenet5" else ((3, 224, 224), 1000)
 
 
 def data(args, layout="nchw", seed=0):
     """Up to 8 batches of (inputs in [0, 1), labels) as float32 and int32
-    NumPy arrays, as pytorch_peer.py draws them (at most 64 MiB)."""
-    (c, h, w), classes = input_shape(args.model)
-    batch_bytes = args.batch * 4 * c * h * w
+    NumPy arrays, as pytorch_peer.py draws them (at most 64 MiB).  Images
+    are NCHW or, with layout="nhwc", NHWC; sequences are (batch, steps,
+    features) whatever the layout."""
+    sample, classes = input_shape(args.model)
+    batch_bytes = args.batch * 4 * int(np.prod(sample))
     batches = max(1, min(8, (64 << 20) // batch_bytes))
     rng = np.random.default_rng(seed)
-    shape = (args.batch, c, h, w) if layout == "nchw" else (args.batch, h, w, c)
+    if len(sample) == 2 or layout == "nchw":
+        shape = (args.batch, *sample)
+    else:
+        c, h, w = sample
+        shape = (args.batch, h, w, c)
     return [(rng.random(shape, dtype=np.float32),
              rng.integers(0, classes, args.batch, dtype=np.int32))
             for _ in range(batches)]
@@ -97,9 +112,10 @@ def report(args, framework, ms, threads, compile_s, **extra):
 
 
 def pytorch_peer():
-    """bench/pytorch_peer.py as a module, for its networks (LeNet-5, and
-    torchvision's AlexNet and GoogLeNet without auxiliary heads) and its
-    optimizer, in whichever torch this Python has."""
+    """bench/pytorch_peer.py as a module, for its networks (LeNet-5,
+    torchvision's AlexNet and GoogLeNet without auxiliary heads, and the
+    RowReader of lstm_fashion and gru_fashion) and its optimizers, in
+    whichever torch this Python has."""
     import importlib.util
     import sys
     here = os.path.dirname(os.path.abspath(__file__))

@@ -3,8 +3,9 @@
 bench/pytorch_peer.py written in plain JAX, the whole training step compiled
 by XLA as one program.
 
-  jax_peer.py bench [--model lenet5|alexnet|googlenet] [--mode train|infer]
-                    [--batch N] [--iters N] [--warmup N] [--threads N] [--lr X]
+  jax_peer.py bench [--model lenet5|alexnet|googlenet|lstm_fashion|gru_fashion]
+                    [--mode train|infer] [--batch N] [--iters N] [--warmup N]
+                    [--threads N] [--lr X]
 
 prints pytorch_peer.py's JSON object (bench/peers/common.py).
 
@@ -19,14 +20,25 @@ JAX's usual layout (XLA chooses its own layouts inside the program anyway).
 Weights are drawn as PyTorch's default initialization draws them (uniform
 in +-1/sqrt(fan_in)); the figures do not depend on them.
 
+lstm_fashion and gru_fashion are pytorch_peer.py's RowReader: an image's 28
+rows are the 28 steps of torch.nn.LSTM (or GRU) of 128 units, PyTorch's
+gates in PyTorch's order (i, f, g, o for the LSTM; r, z, n for the GRU, with
+b_hn inside r * (...)), every weight and bias uniform in +-1/sqrt(128); the
+last step's h, after dropout 0.2 in training, goes to a linear layer of 10.
+The input projections of all 28 steps are one product before the
+recurrence, which is a jax.lax.scan over the steps (XLA's while loop, not
+unrolled).
+
 --mode train times one step: cross-entropy of the scores, its gradient
 (jax.value_and_grad) and SGD with momentum 0.9 (weight decay 1e-4 for
 AlexNet and GoogLeNet, none for LeNet-5, on every parameter, as
-torch.optim.SGD), all inside one jax.jit whose parameter, momentum and
-batch-norm buffers are donated, so that XLA updates them in place.  Each
-step waits for its loss (as pytorch_peer.py's loss.item()).  --mode infer
-times a jitted forward pass in inference mode.  The program is compiled
-ahead of time before the warm-up (compile_s in the report).
+torch.optim.SGD) or, for the recurrent models, Adam (torch.optim.Adam's
+defaults: betas 0.9 and 0.999, eps 1e-8, no weight decay), all inside one
+jax.jit whose parameter, optimizer and batch-norm buffers are donated, so
+that XLA updates them in place.  Each step waits for its loss (as
+pytorch_peer.py's loss.item()).  --mode infer times a jitted forward pass
+in inference mode.  The program is compiled ahead of time before the
+warm-up (compile_s in the report).
 
 Threads: XLA:CPU sizes its thread pools by the machine's cores, and no flag
 of jaxlib 0.10 caps them at N; --threads N pins the process to N CPUs
@@ -133,6 +145,57 @@ def dropout(x, rate, train, key):
 relu = jax.nn.relu
 
 
+def lstm(b, name, fin, hidden):
+    """torch.nn.LSTM of one layer (batch_first): apply(p, x) -> the last
+    step's h, for x of (batch, steps, fin).  The weights are stored
+    transposed, (fin, 4 hidden) and (hidden, 4 hidden), gates i, f, g, o."""
+    b.uniform(name + ".w_ih", (fin, 4 * hidden), hidden)
+    b.uniform(name + ".w_hh", (hidden, 4 * hidden), hidden)
+    b.uniform(name + ".b_ih", (4 * hidden,), hidden)
+    b.uniform(name + ".b_hh", (4 * hidden,), hidden)
+
+    def apply(p, x):
+        xs = x @ p[name + ".w_ih"] + (p[name + ".b_ih"] + p[name + ".b_hh"])
+        w_hh = p[name + ".w_hh"]
+
+        def step(carry, xw):
+            h, c = carry
+            i, f, g, o = jnp.split(xw + h @ w_hh, 4, axis=-1)
+            c = jax.nn.sigmoid(f) * c + jax.nn.sigmoid(i) * jnp.tanh(g)
+            h = jax.nn.sigmoid(o) * jnp.tanh(c)
+            return (h, c), None
+        zero = jnp.zeros((x.shape[0], hidden), x.dtype)
+        (h, _), _ = lax.scan(step, (zero, zero), xs.transpose(1, 0, 2))
+        return h
+    return apply
+
+
+def gru(b, name, fin, hidden):
+    """torch.nn.GRU of one layer (batch_first): apply(p, x) -> the last
+    step's h, for x of (batch, steps, fin).  The weights are stored
+    transposed, (fin, 3 hidden) and (hidden, 3 hidden), gates r, z, n;
+    n = tanh(W_in x + b_in + r * (W_hn h + b_hn)), h' = (1 - z) n + z h."""
+    b.uniform(name + ".w_ih", (fin, 3 * hidden), hidden)
+    b.uniform(name + ".w_hh", (hidden, 3 * hidden), hidden)
+    b.uniform(name + ".b_ih", (3 * hidden,), hidden)
+    b.uniform(name + ".b_hh", (3 * hidden,), hidden)
+
+    def apply(p, x):
+        xs = x @ p[name + ".w_ih"] + p[name + ".b_ih"]
+        w_hh, b_hh = p[name + ".w_hh"], p[name + ".b_hh"]
+
+        def step(h, xw):
+            hw = h @ w_hh + b_hh
+            r = jax.nn.sigmoid(xw[:, :hidden] + hw[:, :hidden])
+            z = jax.nn.sigmoid(xw[:, hidden:2 * hidden] + hw[:, hidden:2 * hidden])
+            n = jnp.tanh(xw[:, 2 * hidden:] + r * hw[:, 2 * hidden:])
+            return (1 - z) * n + z * h, None
+        h, _ = lax.scan(step, jnp.zeros((x.shape[0], hidden), x.dtype),
+                        xs.transpose(1, 0, 2))
+        return h
+    return apply
+
+
 # --- the networks: each returns (params, state, forward(p, s, x, train, key) -> (scores, state updates))
 
 def lenet5(b):
@@ -223,6 +286,58 @@ def googlenet(b):
     return forward
 
 
+def row_reader(cell):
+    """pytorch_peer.py's RowReader with an LSTM or a GRU: 28 steps of 28
+    pixels, 128 units, the last h through dropout 0.2 to a linear layer."""
+    def build(b):
+        rnn = {"lstm": lstm, "gru": gru}[cell](b, "h", 28, 128)
+        out = dense(b, "out", 128, 10)
+
+        def forward(p, s, x, train, key):
+            h = rnn(p, x.reshape(-1, 28, 28))
+            return out(p, dropout(h, 0.2, train, key)), {}
+        return forward
+    return build
+
+
+NETWORKS = {"lenet5": lenet5, "alexnet": alexnet, "googlenet": googlenet,
+            "lstm_fashion": row_reader("lstm"), "gru_fashion": row_reader("gru")}
+
+
+def sgd(lr, momentum, decay):
+    """torch.optim.SGD with momentum (and weight decay): (init(params) ->
+    optimizer state, update(params, state, grads) -> params, state)."""
+    def update(params, bufs, grads):
+        grads = jax.tree_util.tree_map(lambda g, w: g + decay * w, grads, params)
+        bufs = jax.tree_util.tree_map(lambda m, g: momentum * m + g, bufs, grads)
+        return jax.tree_util.tree_map(lambda w, m: w - lr * m, params, bufs), bufs
+    return lambda params: jax.tree_util.tree_map(jnp.zeros_like, params), update
+
+
+def adam(lr, beta1=0.9, beta2=0.999, eps=1e-8):
+    """torch.optim.Adam (no weight decay, no amsgrad): (init(params) ->
+    optimizer state (step, first moments, second moments), update(params,
+    state, grads) -> params, state).  As torch, the step size is lr / (1 -
+    beta1^t) and eps is added to sqrt(v) / sqrt(1 - beta2^t)."""
+    tree = jax.tree_util.tree_map
+
+    def init(params):
+        return jnp.zeros((), jnp.float32), tree(jnp.zeros_like, params), \
+            tree(jnp.zeros_like, params)
+
+    def update(params, state, grads):
+        t, m, v = state
+        t = t + 1
+        m = tree(lambda m, g: beta1 * m + (1 - beta1) * g, m, grads)
+        v = tree(lambda v, g: beta2 * v + (1 - beta2) * g * g, v, grads)
+        step = lr / (1 - beta1 ** t)
+        root = jnp.sqrt(1 - beta2 ** t)
+        params = tree(lambda w, m, v: w - step * m / (jnp.sqrt(v) / root + eps),
+                      params, m, v)
+        return params, (t, m, v)
+    return init, update
+
+
 def cross_entropy(scores, labels):
     logp = jax.nn.log_softmax(scores)
     return -jnp.take_along_axis(logp, labels[:, None], axis=1).mean()
@@ -230,10 +345,12 @@ def cross_entropy(scores, labels):
 
 def main():
     b = Builder(jax.random.PRNGKey(0))
-    forward = {"lenet5": lenet5, "alexnet": alexnet, "googlenet": googlenet}[args.model](b)
+    forward = NETWORKS[args.model](b)
     params, state = b.params, b.state
-    momentum, decay = 0.9, (0.0 if args.model == "lenet5" else 1e-4)
-    lr = args.lr
+    if args.model in common.RECURRENT:
+        opt_init, opt_update = adam(args.lr)
+    else:
+        opt_init, opt_update = sgd(args.lr, 0.9, 0.0 if args.model == "lenet5" else 1e-4)
 
     def train_step(params, bufs, state, key, x, y):
         key, sub = jax.random.split(key)  # dropout's masks
@@ -242,9 +359,7 @@ def main():
             scores, updates = forward(p, state, x, True, sub)
             return cross_entropy(scores, y), updates
         (loss, updates), grads = jax.value_and_grad(loss_fn, has_aux=True)(params)
-        grads = jax.tree_util.tree_map(lambda g, w: g + decay * w, grads, params)
-        bufs = jax.tree_util.tree_map(lambda m, g: momentum * m + g, bufs, grads)
-        params = jax.tree_util.tree_map(lambda w, m: w - lr * m, params, bufs)
+        params, bufs = opt_update(params, bufs, grads)
         return params, bufs, {**state, **updates}, key, loss
 
     def infer(params, state, x):
@@ -254,7 +369,7 @@ def main():
     key = jax.random.PRNGKey(1)
     t0 = time.perf_counter()
     if args.mode == "train":
-        bufs = jax.tree_util.tree_map(jnp.zeros_like, params)
+        bufs = opt_init(params)
         step = jax.jit(train_step, donate_argnums=(0, 1, 2, 3)).lower(
             params, bufs, state, key, *pool[0]).compile()
         carry = [params, bufs, state, key]  # donated to each step, replaced by its results

@@ -104,7 +104,8 @@ def tvm(path, threads):
 
 def main():
     runtime = runtime_arg()
-    args = common.parse(__doc__.split("\n")[0], modes=("infer",))
+    args = common.parse(__doc__.split("\n")[0], models=common.CONVOLUTIONAL,
+                        modes=("infer",))
     if args.batch != 1:
         sys.exit("ort_peer.py: only --batch 1 (the ONNX files are exported at batch 1)")
     path = common.onnx_file(args.model)

@@ -30,7 +30,7 @@ import common  # noqa: E402
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--model", default="googlenet", choices=common.MODELS)
+    p.add_argument("--model", default="googlenet", choices=common.CONVOLUTIONAL)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--iters", type=int, default=100)
     p.add_argument("--warmup", type=int, default=20)

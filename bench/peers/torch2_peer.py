@@ -4,19 +4,27 @@ bench/pytorch_peer.py's networks and training step, compiled by
 torch.compile (TorchDynamo capturing the graph, TorchInductor generating C++
 and OpenMP for the CPU).
 
-  torch2_peer.py bench [--model lenet5|alexnet|googlenet] [--mode train|infer]
-                       [--batch N] [--iters N] [--warmup N] [--threads N] [--lr X]
+  torch2_peer.py bench [--model lenet5|alexnet|googlenet|lstm_fashion|gru_fashion]
+                       [--mode train|infer] [--batch N] [--iters N] [--warmup N]
+                       [--threads N] [--lr X]
 
 prints pytorch_peer.py's JSON object (bench/peers/common.py).
 
 The networks, the optimizer and the step are pytorch_peer.py's own (it is
 imported): LeNet-5, torchvision's AlexNet and GoogLeNet without auxiliary
-heads; cross-entropy, SGD with momentum 0.9 (weight decay 1e-4 for the
-zoo).  --mode train compiles the model with torch.compile (its forward
-pass, and through AOTAutograd its backward pass) and the optimizer's step
-with torch.compile as well (Inductor fuses the updates of all parameters);
-what runs uncompiled between them is zero_grad, the call of backward and
-loss.item().  --mode infer compiles the model in eval mode with Inductor's
+heads, and the RowReader of lstm_fashion and gru_fashion (torch.nn.LSTM or
+GRU of 128 units over an image's 28 rows); cross-entropy, SGD with momentum
+0.9 (weight decay 1e-4 for the zoo), Adam for the recurrent models.  For
+those, TorchDynamo is told to trace into nn.LSTM and nn.GRU
+(torch._dynamo.config.allow_rnn), which by default it leaves to eager
+PyTorch behind a graph break; traced, the recurrence is decomposed into its
+28 steps, unrolled, for Inductor to fuse (except the LSTM in inference,
+which Inductor gives to oneDNN's LSTM layer whole; main says why not in
+training).  --mode train compiles the model with torch.compile (its
+forward pass, and through AOTAutograd its backward pass) and the
+optimizer's step with torch.compile as well (Inductor fuses the updates of
+all parameters); what runs uncompiled between them is zero_grad, the call
+of backward and loss.item().  --mode infer compiles the model in eval mode with Inductor's
 `freezing` (weights taken as constants, convolutions and linear layers
 prepacked for oneDNN), which is the setting PyTorch recommends for CPU
 inference, and runs it under torch.inference_mode().
@@ -38,6 +46,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 import torch  # noqa: E402
+import torch._dynamo.config  # noqa: E402
 import torch._inductor.config  # noqa: E402
 
 COMPILE_STEPS = 3
@@ -47,6 +56,15 @@ def main():
     args = common.parse(__doc__.split("\n")[0])
     torch.set_num_threads(args.threads)
     peer = common.pytorch_peer()
+    if args.model in common.RECURRENT:
+        torch._dynamo.config.allow_rnn = True
+        if args.model == "lstm_fashion" and args.mode == "train":
+            # Inductor's oneDNN LSTM layer (aten.mkldnn_rnn_layer), which the
+            # decomposition of aten.lstm picks when oneDNN is on, fails in
+            # training under AOTAutograd in torch 2.14; off, the LSTM is
+            # unrolled into products and pointwise kernels, as the GRU
+            # always is (it has no oneDNN path).
+            torch.backends.mkldnn.enabled = False
     torch.manual_seed(0)
     model, shape, classes = peer.network(args.model)
     pool = [(torch.from_numpy(x), torch.from_numpy(y).long()) for x, y in common.data(args)]
