@@ -144,6 +144,14 @@ static const DlcValue *state_key(const DlcOp *op) {
                                               : op->in[op->nin - op->nparams + 1];
 }
 
+/* The offset, in units of max_batch, of a stateful op's h (part 0) or an
+ * LSTM's c (part 1) in net->state: the state a call starts from, or with
+ * next the training step's final one, beside it. */
+static int64_t state_at(const Cpu *cpu, const DlcOp *op, bool next, int part) {
+    int64_t at = (intptr_t)dlc_map_get(&cpu->state_off, state_key(op)->name) - 1;
+    return at + (next ? cpu->state_rows : 0) + part * dlc_attr_int(op, DLC_A_HIDDEN);
+}
+
 /* Gives the stateful layers of net their rows of net->state. */
 static void add_states(Cpu *cpu, const DlcNetwork *net) {
     for (int i = 0; net && i < net->nops; i++) {
@@ -473,18 +481,13 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
         }
         if (fn[i].seed)
             put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
-        if (fn[i].state) {
-            int64_t at = (intptr_t)dlc_map_get(&cpu->state_off, state_key(op)->name) - 1;
-            int64_t h = dlc_attr_int(op, DLC_A_HIDDEN);
-            bool lstm = dlc_recurrent_cell(op->kind) == DLC_OP_LSTM;
-            for (int next = 0; next < fn[i].state; next++) {
-                int64_t base = at + (next ? cpu->state_rows : 0);
-                put(o, ", net->state + %lld * net->max_batch", (long long)base);
-                if (lstm)
-                    put(o, ", net->state + %lld * net->max_batch", (long long)(base + h));
-                else
-                    put(o, ", NULL");
-            }
+        bool lstm = dlc_recurrent_cell(op->kind) == DLC_OP_LSTM;
+        for (int next = 0; next < fn[i].state; next++) {
+            put(o, ", net->state + %lld * net->max_batch", (long long)state_at(cpu, op, next, 0));
+            if (lstm)
+                put(o, ", net->state + %lld * net->max_batch", (long long)state_at(cpu, op, next, 1));
+            else
+                put(o, ", NULL");
         }
         put(o, ");\n");
         /* the gradient dies here: NAME_gradients keeps a copy */
@@ -723,14 +726,12 @@ static void put_train_api(Cpu *cpu, Out *o, const DlcMemPlan *st) {
             const DlcValue *key = state_key(op);
             if (!key || !dlc_op_is_recurrent_train(op->kind))
                 continue;
-            int64_t at = (intptr_t)dlc_map_get(&cpu->state_off, key->name) - 1;
-            int64_t h = dlc_attr_int(op, DLC_A_HIDDEN);
             int parts = dlc_recurrent_cell(op->kind) == DLC_OP_LSTM ? 2 : 1;
             for (int k = 0; k < parts; k++)
                 put(o, "    memcpy(net->state + %lld * b, net->state + %lld * b, sizeof *net->state "
                        "* (size_t)(n * %lld)); /* %s's %s */\n",
-                    (long long)(at + k * h), (long long)(cpu->state_rows + at + k * h), (long long)h,
-                    key->name, k ? "c" : "h");
+                    (long long)state_at(cpu, op, false, k), (long long)state_at(cpu, op, true, k),
+                    (long long)dlc_attr_int(op, DLC_A_HIDDEN), key->name, k ? "c" : "h");
         }
         put(o, "}\n\n");
     }
