@@ -591,6 +591,18 @@ DlcNetwork *dlc_module_find_network(const DlcModule *m, const char *name);
 bool dlc_is_train_network(const char *name, size_t *base_len);
 /* The same for a network at one step that the step pass built (NAME.step). */
 bool dlc_is_step_network(const char *name, size_t *base_len);
+/* ---- layouts (shape.c; docs/ir.md#layouts) ---- */
+
+/* The layout v is stored in: the channels of a block (its producer's
+ * layout attribute) or 0, plain.  Inputs and parameters are plain. */
+int64_t dlc_value_layout(const DlcValue *v);
+/* Elements per sample that v's memory holds: dlc_type_numel of its type,
+ * or in a blocked layout its channels rounded up to whole blocks. */
+int64_t dlc_value_numel(const DlcValue *v);
+/* Why op cannot read its tensor operand i in the layout that operand is
+ * in (or, for i = -1, why a network cannot return it), or NULL. */
+const char *dlc_layout_mismatch(const DlcOp *op, int i);
+
 /* Whether name is that of a network a pass built from another (NAME.train,
  * NAME.step), which targets emit with it. */
 bool dlc_is_derived_network(const char *name);

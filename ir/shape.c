@@ -51,6 +51,36 @@ int64_t dlc_type_numel(const DlcType *t) {
     return n;
 }
 
+int64_t dlc_value_layout(const DlcValue *v) {
+    if (v->kind != DLC_VAL_OP)
+        return 0;
+    int slot = dlc_op_attr_slot(v->def->kind, DLC_A_LAYOUT);
+    return slot >= 0 ? v->def->attrs[slot].i : 0;
+}
+
+int64_t dlc_value_numel(const DlcValue *v) {
+    int64_t b = dlc_value_layout(v), n = dlc_type_numel(&v->type);
+    if (b <= 0 || n <= 0 || v->type.rank != 3)
+        return n;
+    int64_t c = v->type.dims[0];
+    return (c + b - 1) / b * b * (n / c);
+}
+
+const char *dlc_layout_mismatch(const DlcOp *op, int i) {
+    if (i < 0)
+        return "a network returns its tensors in the plain layout";
+    int slot = dlc_op_attr_slot(op->kind, DLC_A_LAYOUT);
+    int64_t want = slot >= 0 ? op->attrs[slot].i : 0, have = dlc_value_layout(op->in[i]);
+    if (op->kind == DLC_OP_REORDER)
+        return have == want ? "a reorder to the layout its operand is in already" : NULL;
+    if (have == want || (op->kind == DLC_OP_CONV2D && have == 0))
+        return NULL; /* a convolution reads plain operands in any layout */
+    if (want == 0)
+        return slot >= 0 ? "with layout=0 it reads plain operands"
+                         : "it reads plain operands only";
+    return "it reads operands in its own layout (or a convolution, plain ones too)";
+}
+
 char *dlc_type_str(const DlcType *t, char *buf, size_t size) {
     size_t n = (size_t)snprintf(buf, size, "%s[%s", dlc_dtype_name(t->dtype),
                                 t->batched ? "N" : "");
@@ -210,11 +240,21 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
     if (v == 0 && t[0] == 0 && t[1] == 0 && !lanes && !scatter)
         return true;
     const char *why = NULL;
+    int layout = dlc_op_attr_slot(inf->kind, DLC_A_LAYOUT);
+    int64_t b = layout >= 0 ? inf->attrs[layout].i : 0;
     if (v != 16 && v != 32 && v != 64)
         why = "vector must be 16, 32 or 64 (bytes of a SIMD register)";
     else if (A(GROUPS).i != 1)
         why = "dlc's own loops need groups=1";
-    else if ((s[0] != 1 || s[1] != 1) && (inf->kind != DLC_OP_CONV2D || !lanes))
+    else if (b > 0) {
+        /* the blocked form (codegen/cpu/blocked_conv.c): rows are whole
+           blocks of filters, the last padded; columns any positions */
+        if (lanes || scatter)
+            why = "a convolution in a blocked layout has no filter_lanes or scatter";
+        else if (t[0] < 1 || t[0] % b || ((rows + b - 1) / b * b) % t[0] || t[1] < 1)
+            why = "in a blocked layout the tile's rows must be whole blocks that divide the "
+                  "result's blocks, and its columns positive";
+    } else if ((s[0] != 1 || s[1] != 1) && (inf->kind != DLC_OP_CONV2D || !lanes))
         why = "dlc's own loops need stride 1, except conv2d with filter_lanes";
     else if (inf->kind == DLC_OP_CONV2D_GRAD_INPUT &&
              (p[0] > (k[0] - 1) * d[0] || p[1] > (k[1] - 1) * d[1]))
@@ -717,6 +757,14 @@ bool dlc_infer_globalavgpool(DlcInfer *inf) {
     return true;
 }
 
+/* (x [C,H,W]) -> x's type in another layout (layout=B: docs/ir.md#layouts) */
+bool dlc_infer_reorder(DlcInfer *inf) {
+    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]"))
+        return false;
+    inf->out[inf->nout++] = inf->in[0];
+    return true;
+}
+
 bool dlc_infer_flatten(DlcInfer *inf) {
     if (!want_tensor(inf, 0, -1, 0, "[N,...]"))
         return false;
@@ -850,6 +898,42 @@ bool dlc_infer_mse(DlcInfer *inf) {
     return true;
 }
 
+/* An op's layout attribute (docs/ir.md#layouts), as far as the op alone
+ * tells: a block of 4, 8 or 16 channels (the floats of an SSE or NEON, AVX
+ * or AVX-512 register) over operands of [C, H, W]; a concatenation along
+ * the channels of whole blocks; a convolution without groups.  Whether
+ * each operand arrives in the layout the op reads is the verifier's check
+ * (dlc_layout_mismatch), which sees the producers. */
+static bool check_layout(DlcInfer *inf) {
+    int slot = dlc_op_attr_slot(inf->kind, DLC_A_LAYOUT);
+    int64_t b = slot >= 0 ? inf->attrs[slot].i : 0;
+    if (b == 0)
+        return true;
+    const char *why = NULL;
+    if (b != 4 && b != 8 && b != 16)
+        why = "layout must be 0 (plain) or a block of 4, 8 or 16 channels";
+    for (int i = 0; !why && i < inf->nin; i++)
+        if (!inf->in[i].batched || inf->in[i].rank != 3)
+            why = "a blocked layout needs operands of [N,C,H,W]";
+    if (!why && inf->kind == DLC_OP_CONV2D && A(GROUPS).i != 1)
+        why = "a convolution in a blocked layout needs groups=1";
+    if (!why && inf->kind == DLC_OP_CONV2D && A(VECTOR).i == 0)
+        why = "a convolution in a blocked layout needs a register block (tile and vector)";
+    if (!why && inf->kind == DLC_OP_CONCAT) {
+        if (norm_axis(A(AXIS).i, 3) != 0)
+            why = "a concatenation in a blocked layout joins channels (axis=0)";
+        for (int i = 0; !why && i < inf->nin; i++)
+            if (inf->in[i].dims[0] % b)
+                why = "a concatenation in a blocked layout needs each operand's channels "
+                      "in whole blocks";
+    }
+    if (why) {
+        dlc_error(inf->ctx, inf->loc, "%s: layout=%lld: %s", OPNAME, (long long)b, why);
+        return false;
+    }
+    return true;
+}
+
 bool dlc_infer(DlcInfer *inf) {
     const DlcOpInfo *op = dlc_op_info(inf->kind);
     inf->nout = 0;
@@ -868,7 +952,7 @@ bool dlc_infer(DlcInfer *inf) {
                   inf->nin);
         return false;
     }
-    if (!op->infer(inf))
+    if (!op->infer(inf) || !check_layout(inf))
         return false;
     /* a slice's may be the concatenation the ReLU's result went into, laid
      * out as the slice's operand */

@@ -6,8 +6,9 @@
  * op's result types and parameters are exactly what its shape rule computes
  * from its operands and attributes; no op reads a parameter after the
  * weight update that changes it (the update ends the parameter's step);
- * every network returns something; train sections name a network and pass
- * the train schema.
+ * every network returns something, in the plain layout; each op reads its
+ * operands in a layout it can read (docs/ir.md#layouts); train sections
+ * name a network and pass the train schema.
  *
  * On IR text the problems are the user's and are reported at the op's
  * location; between passes the driver treats any as an internal error. */
@@ -59,6 +60,14 @@ static bool verify_op(DlcCtx *ctx, const DlcNetwork *net, const DlcOp *op,
                     .nin = ntensors, .attrs = attrs, .declared = op->nout ? declared : NULL};
     if (!dlc_infer(&inf))
         return false;
+    for (int i = 0; i < ntensors; i++) {
+        const char *why = dlc_layout_mismatch(op, i);
+        if (why) {
+            dlc_error(ctx, op->loc, "%s: operand %%%s is in layout %lld: %s", info->name,
+                      op->in[i]->name, (long long)dlc_value_layout(op->in[i]), why);
+            return false;
+        }
+    }
     if (inf.nout != op->nout) {
         dlc_error(ctx, op->loc, "%s: has %d result%s, expected %d", info->name,
                   op->nout, op->nout == 1 ? "" : "s", inf.nout);
@@ -155,6 +164,11 @@ static bool verify_network(DlcCtx *ctx, DlcModule *scratch, const DlcNetwork *ne
         if (v->kind == DLC_VAL_PARAM || !dlc_map_get(&defined, v->name)) {
             dlc_error(ctx, net->loc, "network '%s' returns %c%s, which is not a tensor it computes",
                       net->name, v->kind == DLC_VAL_PARAM ? '@' : '%', v->name);
+            return false;
+        }
+        if (dlc_value_layout(v)) {
+            dlc_error(ctx, net->loc, "network '%s' returns %%%s in layout %lld: %s", net->name,
+                      v->name, (long long)dlc_value_layout(v), dlc_layout_mismatch(NULL, -1));
             return false;
         }
     }

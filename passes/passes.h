@@ -50,6 +50,15 @@ bool dlc_pass_fuse(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_recompute(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_step(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_layout(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+
+/* tile.c: the register block of conv2d (groups 1, f32) computed in blocks
+ * of b channels from a source in blocks of cb (b, or 1: plain), for the
+ * layout pass (codegen/cpu/blocked_conv.c computes it): rows filters (whole
+ * blocks) by cols positions of a row, in *rows and *cols; its modelled
+ * time in cycles, or 0 where no block fits the model. */
+double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
+                             int64_t *rows, int64_t *cols);
 
 /* tile.c: the CPU dlc runs on (caches from sysconf, vector width from
  * cpuid), and --target-cpu's "l1=32K,l2=1M,vector=32,registers=16" over

@@ -44,7 +44,7 @@ typedef struct Interval {
 } Interval;
 
 int64_t dlc_plan_elements(const DlcValue *v) {
-    return (dlc_type_numel(&v->type) + 15) & ~(int64_t)15;
+    return (dlc_value_numel(v) + 15) & ~(int64_t)15;
 }
 
 static int by_size_then_start(const void *a, const void *b) {

@@ -225,7 +225,7 @@ void DLRT_K(dlrt_batchnorm_backward_weight)(int64_t n, int64_t c, int64_t hw,
                                             const DLRT_REAL *mean, const DLRT_REAL *invstd,
                                             DLRT_REAL *dw);
 
-/* ---- copy.inc: concat and slice ------------------------------------------ */
+/* ---- copy.inc: concat and slice, layouts ------------------------------------------ */
 
 /* Copies a block: for each of outer rows, len floats from src + row *
  * src_stride + src_offset to dst + row * dst_stride + dst_offset.  concat is
@@ -242,6 +242,15 @@ void DLRT_K(dlrt_copy_rows_relu_grad)(int64_t outer, int64_t len, const DLRT_REA
                                       int64_t src_stride, int64_t src_offset,
                                       const DLRT_REAL *relu_y, int64_t relu_stride,
                                       int64_t relu_offset, DLRT_REAL *dst);
+
+/* Blocked layouts (dlc's layout pass; docs/ir.md#layouts): n samples of c
+ * channels of hw positions, plain (x[s][c][p]) to blocks of b channels
+ * (y[s][c / b][p][c % b], the last block's missing channels zero), and
+ * back.  The reorder op. */
+void DLRT_K(dlrt_to_blocked)(int64_t n, int64_t c, int64_t hw, int64_t b, const DLRT_REAL *x,
+                             DLRT_REAL *y);
+void DLRT_K(dlrt_from_blocked)(int64_t n, int64_t c, int64_t hw, int64_t b,
+                               const DLRT_REAL *x, DLRT_REAL *y);
 
 /* ---- update.inc: SGD and Adam, gradient clipping --------------------------- */
 

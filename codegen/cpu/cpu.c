@@ -95,7 +95,7 @@ typedef struct Cpu {
  * of max_batch (the plan's part 0), unbatched ones numel floats, after the
  * network's batched part (the plan's part 1). */
 
-static int64_t numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
+static int64_t numel(const DlcValue *v) { return dlc_value_numel(v); }
 
 /* A C identifier from an IR name: dots become underscores. */
 static const char *ident(Cpu *cpu, const char *name) {
@@ -1419,7 +1419,7 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
 }
 
 const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "step", "cse", "dce",
-                                      "fuse", "tile", "recompute", NULL};
+                                      "fuse", "layout", "tile", "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "cpu",

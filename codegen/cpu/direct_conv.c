@@ -202,13 +202,23 @@ static void put_prologue(Out *o, const Geometry *g, const char *real) {
            "    typedef %s vec __attribute__((vector_size(%lld)));\n"
            "    typedef %s vecu __attribute__((vector_size(%lld), aligned(sizeof(%s))));\n",
         real, (long long)g->bytes, real, (long long)g->bytes, real);
-    const char *isa = g->bytes == 64 ? "__AVX512F__" : g->bytes == 32 ? "__AVX__" : "__SSE2__";
-    put(o, "#undef IN_REGISTER /* a loaded vector stays in a register: see direct_conv.c */\n"
-           "#if defined(__GNUC__) && defined(%s)\n"
-           "#define IN_REGISTER(v) __asm__(\"\" : \"+v\"(v))\n"
-           "#else\n"
-           "#define IN_REGISTER(v) (void)(v)\n"
-           "#endif\n", isa);
+    dlc_cpu_direct_conv_in_register(o, g->bytes);
+}
+
+void dlc_cpu_direct_conv_in_register(Out *o, int64_t bytes) {
+    /* a vector wider than the target's registers (f64 in a block of 16)
+       spans several: no single "v" operand holds it */
+    const char *isa = bytes == 64 ? "__AVX512F__" : bytes == 32 ? "__AVX__"
+                      : bytes == 16 ? "__SSE2__" : NULL;
+    put(o, "#undef IN_REGISTER /* a loaded vector stays in a register: see direct_conv.c */\n");
+    if (isa)
+        put(o, "#if defined(__GNUC__) && defined(%s)\n"
+               "#define IN_REGISTER(v) __asm__(\"\" : \"+v\"(v))\n"
+               "#else\n"
+               "#define IN_REGISTER(v) (void)(v)\n"
+               "#endif\n", isa);
+    else
+        put(o, "#define IN_REGISTER(v) (void)(v)\n");
 }
 
 /* The rows of a source plane `src` (H x W, a C expression) copied into the
@@ -225,7 +235,7 @@ static void put_pad_plane(Out *o, int indent, const char *dst, const char *src) 
  * parts and `macs` multiply-adds each (C expressions), up to the worker's
  * index `me`; one worker where the generated code is compiled without
  * OpenMP. */
-static void put_region(Out *o, const char *units, const char *macs) {
+void dlc_cpu_direct_conv_region(Out *o, const char *units, const char *macs) {
     put(o, "#ifdef _OPENMP\n"
            "    int t = dlrt_workers(threads, n * (int64_t)(%s), n * (int64_t)%s);\n"
            "#pragma omp parallel num_threads(t) if (t > 1)\n"
@@ -251,7 +261,7 @@ static void put_region(Out *o, const char *units, const char *macs) {
  * (xp), and, with units, the part's units [u0, u1). */
 static void put_workers(Out *o, const char *real, const char *macs, const char *units,
                         const char *source, const char *zero) {
-    put_region(o, units ? units : "1", macs);
+    dlc_cpu_direct_conv_region(o, units ? units : "1", macs);
     put(o, "        %s *mine = work + SHARED + (int64_t)me * SLICE;\n", real);
     if (units)
         put(o, "        /* parts per sample: 1, or more when the samples are fewer than the workers\n"
@@ -289,11 +299,28 @@ typedef struct Epilogue {
 
 static Epilogue epilogue(const DlcOp *op, const char *real) {
     bool bias = dlc_op_bias(op) != NULL; /* conv2d's */
-    bool f32 = strcmp(real, "float") == 0;
-    const char *store = "v";
     if (dlc_op_relu_grad_mask(op) >= 0) /* conv2d_grad_input (dy, y, @w) */
         return (Epilogue){.add = "", .store = "ym[ox] > 0 ? v : 0 /* as relu_backward */",
                           .relu_y = "a1"};
+    return (Epilogue){
+        .add = dlc_op_folded_batchnorm(op) >= 0 ? " * bn_scale[f] + bn_shift[f]"
+               : bias                           ? " + a2[f]"
+                                                : "",
+        .store = dlc_cpu_conv_activation(op, real)};
+}
+
+void dlc_cpu_conv_activation_param(Emit *e, Out *o, const DlcOp *op) {
+    if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU)
+        put(o, "    const %s slope = %s; /* the fused leaky ReLU's */\n", e->real,
+            dlc_cpu_activation_param(e, op));
+    if (dlc_op_fused_activation(op) == DLC_OP_ELU)
+        put(o, "    const %s alpha = %s; /* the fused ELU's */\n", e->real,
+            dlc_cpu_activation_param(e, op));
+}
+
+const char *dlc_cpu_conv_activation(const DlcOp *op, const char *real) {
+    bool f32 = strcmp(real, "float") == 0;
+    const char *store = "v";
     switch (dlc_op_fused_activation(op)) {
     case DLC_OP_RELU: store = "v < 0 ? 0 : v /* NaN stays NaN, as in relu_forward */"; break;
     /* the functions libdlrt's sigmoid_forward and tanh_forward call through
@@ -307,11 +334,7 @@ static Epilogue epilogue(const DlcOp *op, const char *real) {
     case DLC_OP_ELU: store = f32 ? "v > 0 ? v : alpha * expm1f(v)" : "v > 0 ? v : alpha * expm1(v)"; break;
     default: break;
     }
-    return (Epilogue){
-        .add = dlc_op_folded_batchnorm(op) >= 0 ? " * bn_scale[f] + bn_shift[f]"
-               : bias                           ? " + a2[f]"
-                                                : "",
-        .store = store};
+    return store;
 }
 
 /* conv2d with filter_lanes: the product and its epilogue, per block.
@@ -338,7 +361,7 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
         by_filters ? "blocks of filters (its weights outweigh its source)"
                    : "blocks of positions (its source outweighs its weights)",
         by_filters);
-    put_region(o, "UNITS", "(CO * K * OH * OW)");
+    dlc_cpu_direct_conv_region(o, "UNITS", "(CO * K * OH * OW)");
     put(o, "        /* the weights in blocked order: packed beforehand by the API's freeze,\n"
            "           or copied here, each worker its share of the blocks */\n"
            "        const %s *restrict wt = packed;\n"
@@ -670,6 +693,8 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin) {
 }
 
 int64_t dlc_cpu_direct_conv_packed(const Emit *e, const DlcOp *op) {
+    if (dlc_cpu_is_direct_conv(op) && dlc_cpu_is_blocked_conv(op))
+        return dlc_cpu_blocked_conv_packed(op);
     if (!dlc_cpu_is_direct_conv(op) || op->kind != DLC_OP_CONV2D ||
         !dlc_attr_true(op->kind, op->attrs, DLC_A_FILTER_LANES))
         return 0;
@@ -677,6 +702,10 @@ int64_t dlc_cpu_direct_conv_packed(const Emit *e, const DlcOp *op) {
 }
 
 void dlc_cpu_direct_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
+    if (dlc_cpu_is_blocked_conv(op)) {
+        dlc_cpu_blocked_conv_pack(e, o, op, name);
+        return;
+    }
     const char *real = e->real;
     Geometry g = geometry(op, real);
     put(o, "\n/* The weights of %s's convolution a block of FB filters at a time, the filters\n"
@@ -693,18 +722,17 @@ void dlc_cpu_direct_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char
 }
 
 void dlc_cpu_direct_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
+    if (dlc_cpu_is_blocked_conv(op)) {
+        dlc_cpu_blocked_conv(e, o, op, pack);
+        return;
+    }
     const char *real = e->real, *w = dlc_cpu_weight(e, op);
     Geometry g = geometry(op, real);
     e->scratch = dlc_arena_printf(e->arena, "    int64_t w = %lld + %lld * (int64_t)threads;\n",
                                   (long long)g.shared, (long long)g.slice);
     dlc_cpu_put_batchnorm_fold(e, o, op);
     put_prologue(o, &g, real);
-    if (dlc_op_fused_activation(op) == DLC_OP_LEAKY_RELU)
-        put(o, "    const %s slope = %s; /* the fused leaky ReLU's */\n", real,
-            dlc_cpu_activation_param(e, op));
-    if (dlc_op_fused_activation(op) == DLC_OP_ELU)
-        put(o, "    const %s alpha = %s; /* the fused ELU's */\n", real,
-            dlc_cpu_activation_param(e, op));
+    dlc_cpu_conv_activation_param(e, o, op);
     if (g.scatter)
         put_scatter_product(o, op, real, w);
     else if (g.filter_lanes && op->kind == DLC_OP_CONV2D_GRAD_WEIGHT)

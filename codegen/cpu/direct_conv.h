@@ -27,5 +27,27 @@ void dlc_cpu_direct_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char
 /* The lines before (begin) and after its function that let GCC fuse the
  * loops' multiply-adds into FMA instructions. */
 void dlc_cpu_direct_conv_contract(Out *o, bool begin);
+/* The definition of IN_REGISTER(v) for vectors of `bytes`: the loaded
+ * vector v stays in a register (direct_conv.c says why). */
+void dlc_cpu_direct_conv_in_register(Out *o, int64_t bytes);
+/* The value a convolution stores for its sum v after its fused activation,
+ * as a C expression of v (and of `slope` or `alpha`, which the body
+ * declares): "v" without one. */
+const char *dlc_cpu_conv_activation(const DlcOp *op, const char *real);
+/* The opening of a parallel region of t workers for n samples of `units`
+ * parts and `macs` multiply-adds each (C expressions), up to the worker's
+ * index `me`; one worker where the generated code is compiled without
+ * OpenMP.  The caller closes its block. */
+void dlc_cpu_direct_conv_region(Out *o, const char *units, const char *macs);
+/* The declaration of `slope` or `alpha` that expression reads, if any. */
+void dlc_cpu_conv_activation_param(Emit *e, Out *o, const DlcOp *op);
+
+/* ---- blocked_conv.c: conv2d in a blocked layout (layout=B) ----------------
+ * The same protocol as above, which dispatches to these: its function
+ * takes `packed` and scratch, and its weights are always packed. */
+bool dlc_cpu_is_blocked_conv(const DlcOp *op);
+void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack);
+int64_t dlc_cpu_blocked_conv_packed(const DlcOp *op);
+void dlc_cpu_blocked_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char *name);
 
 #endif /* DLC_CPU_DIRECT_CONV_H */

@@ -6,7 +6,7 @@
 
 #define put dlc_cpu_put
 
-int64_t dlc_cpu_numel(const DlcValue *v) { return dlc_type_numel(&v->type); }
+int64_t dlc_cpu_numel(const DlcValue *v) { return dlc_value_numel(v); }
 
 const char *dlc_cpu_count(const DlcValue *v) { return v->type.batched ? "n * " : ""; }
 

@@ -47,7 +47,8 @@ typedef struct Emit {
                             a training step leaves the ones it ends in */
 } Emit;
 
-/* Elements per sample of v (all of them for an unbatched value). */
+/* Elements per sample of v (all of them for an unbatched value), as its
+ * layout stores them (dlc_value_numel). */
 int64_t dlc_cpu_numel(const DlcValue *v);
 /* "n * " for a batched value, "": the multiplier of an elementwise count. */
 const char *dlc_cpu_count(const DlcValue *v);

@@ -1,7 +1,10 @@
 /* emit_layout.c — the C of the ops that move elements without computing:
  * flatten and reshape (a copy, or nothing where the memory plan put the
  * result on the operand), concat and slice (rows copied along an axis;
- * slice may apply a fused ReLU gradient on the way). */
+ * slice may apply a fused ReLU gradient on the way), and reorder (into or
+ * out of a blocked layout).  A concat in a blocked layout is the plain
+ * one: its operands are whole blocks of channels, each sample's blocks
+ * one after another as its planes are. */
 #include "emit.h"
 
 #define put dlc_cpu_put
@@ -57,4 +60,16 @@ void dlc_cpu_emit_slice(Emit *e, Out *o, const DlcOp *op) {
         put(o, "    dlrt_copy_rows(n * %lld, %lld, a0, %lld, %lld, r0, %lld, 0);\n",
             (long long)before, (long long)row_y, (long long)row_x, (long long)offset,
             (long long)row_y);
+}
+
+/* (x [C,H,W]) into its result's layout: plain to blocked or back (the
+ * layout pass puts no other) */
+void dlc_cpu_emit_reorder(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    const int64_t *d = op->in[0]->type.dims;
+    int64_t to = dlc_attr_int(op, DLC_A_LAYOUT), from = dlc_value_layout(op->in[0]);
+    if (to && from)
+        dlc_unreachable("cpu: a reorder between two blocked layouts");
+    put(o, "    dlrt_%s_blocked(n, %lld, %lld, %lld, a0, r0);\n", to ? "to" : "from",
+        (long long)d[0], (long long)(d[1] * d[2]), (long long)(to ? to : from));
 }

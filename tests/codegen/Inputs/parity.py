@@ -133,6 +133,27 @@ def bnnet(p, x, training=False):
     return F.linear(x, p["out.weight"], p["out.bias"])
 
 
+def blocknet_params():
+    return {"a.weight": (24, 1, 3, 3), "a.bias": (24,), "b.weight": (32, 24, 1, 1),
+            "b.bias": (32,), "c.weight": (16, 24, 3, 3), "c.bias": (16,),
+            "d.weight": (16, 24, 3, 5), "d.bias": (16,), "e.weight": (16, 48, 3, 3),
+            "e_2.weight": (16,), "e_2.bias": (16,), "e_2.running_mean": (16,),
+            "e_2.running_var": (16,), "out.weight": (10, 16), "out.bias": (10,)}
+
+
+def blocknet(p, x, training=False):
+    a = F.relu(F.conv2d(x, p["a.weight"], p["a.bias"], padding=1))
+    q = F.max_pool2d(a, 3, stride=2, padding=1, ceil_mode=True)
+    b = F.relu(F.conv2d(q, p["b.weight"], p["b.bias"]))
+    c = F.leaky_relu(F.conv2d(q, p["c.weight"], p["c.bias"], padding=2, dilation=2), 0.1)
+    d = torch.sigmoid(F.conv2d(q, p["d.weight"], p["d.bias"], stride=2, padding=(1, 2)))
+    e = F.conv2d(torch.cat([b, c], 1), p["e.weight"], stride=2, padding=1)
+    e = F.batch_norm(e, p["e_2.running_mean"], p["e_2.running_var"], p["e_2.weight"],
+                     p["e_2.bias"], training=training, momentum=0.1, eps=1e-5)
+    s = F.relu(e + d)
+    return F.linear(s.mean((2, 3)), p["out.weight"], p["out.bias"])
+
+
 def clipnet_params():
     return {"a.weight": (4, 1, 3, 3), "a.bias": (4,), "h.weight": (32, 784), "h.bias": (32,),
             "out.weight": (10, 32), "out.bias": (10,)}
@@ -163,7 +184,7 @@ def adam_decay(params, lr):
 MODELS = {"lenet5": (lenet5_params, lenet5, 0.01), "mlp": (mlp_params, mlp, 0.05),
           "simplecnn": (simplecnn_params, simplecnn, 0.01), "bnnet": (bnnet_params, bnnet, 0.05),
           "lrnnet": (lrnnet_params, lrnnet, 0.05), "tilenet": (tilenet_params, tilenet, 0.05),
-          "elunet": (elunet_params, elunet, 0.05),
+          "elunet": (elunet_params, elunet, 0.05), "blocknet": (blocknet_params, blocknet, 0.05),
           "clipnet": (clipnet_params, clipnet, 0.05, sgd_nesterov_decay, 0.25),
           "clipadam": (clipnet_params, clipnet, 0.01, adam_decay, 0.25)}
 

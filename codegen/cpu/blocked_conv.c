@@ -1,0 +1,273 @@
+/* blocked_conv.c — conv2d in a blocked layout (layout=B, the layout pass):
+ * the result in blocks of B channels, each block's positions with its B
+ * channels innermost (y[s][f / B][oy][ox][f % B]), read from a source in
+ * the same layout or plain (the first convolution of an image network).
+ *
+ * A plain source is a blocked one whose block is one channel, so one loop
+ * nest takes both: with CB channels a block of the source (B, or 1),
+ *
+ *   y[f][oy][ox] = sum over (cb, ky, kx, cl) of
+ *       wt[f / FB][cb][ky][kx][cl][f % FB] * xp[cb][oy*SH + ky*DH][ox*SW + kx*DW][cl],
+ *
+ * xp the source padded with zeros (a copy, where the convolution pads) and
+ * wt the weights packed once in the order the loops read them (by
+ * NAME_freeze for inference, else on each call), zero for the padding
+ * channels of both operands.  The register block is NV registers of B
+ * filters (FB = NV * B: the tile's rows) by PB positions along a row (its
+ * columns): for each tap and source channel, NV loads of weights and PB
+ * broadcast elements of the source for NV * PB multiply-adds, every load
+ * contiguous, and the results stored a whole register at a time: where the
+ * plain layout's filter lanes (direct_conv.c) stored each filter apart and
+ * read each source channel from its own plane.  A 1x1 convolution of stride
+ * 1 without padding runs over its plane as one row, so its blocks do not
+ * stop at the ends of rows.  A row's last block takes the positions left
+ * (its own copy of the loops, with that constant).
+ *
+ * The epilogue applies the bias (or the folded batchnorm's scale and
+ * shift, padded with zeros past the filters) and the fused activation:
+ * ReLU on the register, the others element by element.  The padding
+ * filters' results are then the activation of 0: finite, and read by no
+ * one, since every reader in a blocked layout multiplies them by zero
+ * weights or drops them (reorder, docs/ir.md#layouts).
+ *
+ * Threads: a batch of at least as many samples as workers splits the
+ * samples; a smaller one (batch 1) splits each sample's units, a unit
+ * being a block of filters' row of positions (or part of the plane, for a
+ * 1x1 convolution: one block), in an order that keeps a worker on the
+ * same filters, whose weights then stream from L2.  The workers pack the
+ * weights and pad such a shared sample together, a barrier after each.
+ * Each result is summed in the same order whatever the split, so the bits
+ * do not depend on the thread count.
+ *
+ * Preconditions: the op passed check_tile and check_layout (ir/shape.c). */
+#include <string.h>
+
+#include "direct_conv.h"
+
+#define put dlc_cpu_put
+
+static int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+/* The loops' sizes, named as in the generated code. */
+typedef struct Blocked {
+    int64_t ci, cb, cib, h, w, ph, pw, hp, wp; /* the source: channels, in blocks of cb
+                                                  (B, or 1: plain), cib blocks, size,
+                                                  padding, padded size */
+    int64_t co, b, cob, oh, ow;                /* the result: filters, in cob blocks of b */
+    int64_t kh, kw, sh, sw, dh, dw;            /* the kernel, stride and dilation */
+    int64_t nv, pb, nxb, pbt, groups;          /* the register block: nv registers of b
+                                                  filters by pb positions; blocks a row;
+                                                  the last one's positions; blocks of
+                                                  nv * b filters */
+    int64_t xs, ws;                            /* a padded sample's and the packed
+                                                  weights' elements (xs 0: no copy) */
+    bool row1x1;                               /* a 1x1 convolution run as one row */
+} Blocked;
+
+static Blocked blocked(const DlcOp *op) {
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *d = dlc_attr_pair(op, DLC_A_DILATION), *p = dlc_attr_pair(op, DLC_A_PAD),
+                  *tile = dlc_attr_pair(op, DLC_A_TILE);
+    const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
+    Blocked g = {.ci = x->dims[0], .h = x->dims[1], .w = x->dims[2], .ph = p[0], .pw = p[1],
+                 .co = y->dims[0], .b = dlc_attr_int(op, DLC_A_LAYOUT), .oh = y->dims[1],
+                 .ow = y->dims[2], .kh = k[0], .kw = k[1], .sh = s[0], .sw = s[1], .dh = d[0],
+                 .dw = d[1], .pb = tile[1]};
+    g.cb = dlc_value_layout(op->in[0]) ? g.b : 1;
+    g.cib = (g.ci + g.cb - 1) / g.cb;
+    g.cob = (g.co + g.b - 1) / g.b;
+    g.nv = tile[0] / g.b;
+    g.groups = g.cob / g.nv;
+    g.row1x1 = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
+    if (g.row1x1) /* the plane as one row */
+        g.w *= g.h, g.h = 1, g.ow *= g.oh, g.oh = 1;
+    g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw;
+    if (g.pb > g.ow)
+        g.pb = g.ow;
+    g.nxb = (g.ow + g.pb - 1) / g.pb;
+    g.pbt = g.ow - (g.nxb - 1) * g.pb;
+    g.xs = g.ph || g.pw ? round_up(g.cib * g.hp * g.wp * g.cb, 16) : 0;
+    g.ws = round_up(g.cob * g.b * g.cib * g.cb * g.kh * g.kw, 16);
+    return g;
+}
+
+bool dlc_cpu_is_blocked_conv(const DlcOp *op) {
+    return op->kind == DLC_OP_CONV2D && dlc_attr_int(op, DLC_A_LAYOUT) > 0;
+}
+
+int64_t dlc_cpu_blocked_conv_packed(const DlcOp *op) { return blocked(op).ws; }
+
+void dlc_cpu_blocked_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
+    const char *real = e->real;
+    Blocked g = blocked(op);
+    put(o, "\n/* The weights of %s's convolution in the order its loops read them:\n"
+           " * wt[g][cb][ky][kx][cl][i] = w[g * FB + i][cb * CB + cl][ky][kx], zero past\n"
+           " * the filters and channels; worker me of t packs its share of the blocks of\n"
+           " * FB filters. */\n"
+           "static void %s(const %s *restrict w, %s *restrict wt, int me, int t) {\n"
+           "    enum { CO = %lld, CI = %lld, CB = %lld, CIB = %lld, KH = %lld, KW = %lld, "
+           "FB = %lld, G = %lld };\n"
+           "    for (int g = G * me / t; g < G * (me + 1) / t; g++)\n"
+           "        for (int cb = 0; cb < CIB; cb++)\n"
+           "            for (int ky = 0; ky < KH; ky++)\n"
+           "                for (int kx = 0; kx < KW; kx++)\n"
+           "                    for (int cl = 0; cl < CB; cl++) {\n"
+           "                        %s *to = wt + ((((int64_t)g * CIB + cb) * KH + ky) * KW + kx) * CB * FB\n"
+           "                                 + cl * FB;\n"
+           "                        int c = cb * CB + cl;\n"
+           "                        for (int i = 0; i < FB; i++) {\n"
+           "                            int f = g * FB + i;\n"
+           "                            to[i] = f < CO && c < CI ? w[(((int64_t)f * CI + c) * KH + ky) * KW + kx] : 0;\n"
+           "                        }\n"
+           "                    }\n"
+           "}\n",
+        op->out[0]->name, name, real, real, (long long)g.co, (long long)g.ci, (long long)g.cb,
+        (long long)g.cib, (long long)g.kh, (long long)g.kw, (long long)(g.nv * g.b),
+        (long long)g.groups, real);
+}
+
+/* One register block of `pb` positions (a constant) from ox0 of row oy,
+ * for the block of filters g, into y: the sum, then the epilogue. */
+static void put_block(Out *o, const DlcOp *op, const char *real, int64_t pb) {
+    put(o, "                vec acc[NV][%lld];\n"
+           "                for (int i = 0; i < NV; i++)\n"
+           "                    for (int j = 0; j < %lld; j++)\n"
+           "                        acc[i][j] = (vec){0};\n"
+           "                const %s *x0 = src + ((int64_t)oy * SH * WP + ox0 * SW) * CB;\n"
+           "                const %s *w0 = wt + (int64_t)g * CIB * KH * KW * CB * FB;\n"
+           "                for (int cb = 0; cb < CIB; cb++)\n"
+           "                    for (int ky = 0; ky < KH; ky++) {\n"
+           "                        const %s *xr = x0 + ((int64_t)cb * HP + ky * DH) * WP * CB;\n"
+           "                        const %s *wr = w0 + ((int64_t)cb * KH + ky) * KW * CB * FB;\n"
+           "                        for (int kx = 0; kx < KW; kx++)\n"
+           "                            for (int cl = 0; cl < CB; cl++) {\n"
+           "                                vec wv[NV];\n"
+           "                                for (int i = 0; i < NV; i++) {\n"
+           "                                    wv[i] = *(const vecu *)(wr + (kx * CB + cl) * FB + i * B);\n"
+           "                                    IN_REGISTER(wv[i]);\n"
+           "                                }\n"
+           "                                for (int j = 0; j < %lld; j++) {\n"
+           "                                    %s xv = xr[(j * SW + kx * DW) * CB + cl];\n"
+           "                                    for (int i = 0; i < NV; i++)\n"
+           "                                        acc[i][j] += wv[i] * xv;\n"
+           "                                }\n"
+           "                            }\n"
+           "                    }\n",
+        (long long)pb, (long long)pb, real, real, real, real, (long long)pb, real);
+    DlcOpKind act = dlc_op_fused_activation(op);
+    put(o, "                for (int i = 0; i < NV; i++) {\n"
+           "                    vec scale = *(const vecu *)(sc + g * FB + i * B);\n"
+           "                    vec shift = *(const vecu *)(sh + g * FB + i * B);\n"
+           "                    %s *yb = y + (((int64_t)(g * NV + i) * OH + oy) * OW + ox0) * B;\n"
+           "                    for (int j = 0; j < %lld; j++) {\n"
+           "                        vec v = acc[i][j] * scale + shift;\n",
+        real, (long long)pb);
+    if (act == DLC_OP_RELU) /* v < 0 ? 0 : v, NaN kept, as relu_forward */
+        put(o, "                        v = (vec)((ivec)v & ~(ivec)(v < (vec){0}));\n");
+    put(o, "                        *(vecu *)(yb + j * B) = v;\n");
+    if (act != DLC_OP_COUNT && act != DLC_OP_RELU)
+        put(o, "                        for (int l = 0; l < B; l++) {\n"
+               "                            %s v = yb[j * B + l];\n"
+               "                            yb[j * B + l] = %s;\n"
+               "                        }\n",
+            real, dlc_cpu_conv_activation(op, real));
+    put(o, "                    }\n"
+           "                }\n");
+}
+
+void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
+    const char *real = e->real, *w = dlc_cpu_weight(e, op);
+    bool f64 = e->f64;
+    Blocked g = blocked(op);
+    int64_t macs = g.co * g.ci * g.kh * g.kw * g.oh * g.ow;
+    int64_t units = g.groups * g.oh * g.nxb;
+    e->scratch = dlc_arena_printf(e->arena, "    int64_t w = %lld + %lld * (int64_t)threads;\n",
+                                  (long long)g.ws, (long long)g.xs);
+    dlc_cpu_put_batchnorm_fold(e, o, op);
+    dlc_cpu_conv_activation_param(e, o, op);
+    put(o, "    enum { CI = %lld, CB = %lld, CIB = %lld, H = %lld, W = %lld, PH = %lld, PW = %lld,\n"
+           "           HP = %lld, WP = %lld, CO = %lld, B = %lld, COB = %lld, OH = %lld, OW = %lld,\n"
+           "           KH = %lld, KW = %lld, SH = %lld, SW = %lld, DH = %lld, DW = %lld,\n"
+           "           NV = %lld, FB = NV * B, G = COB / NV, PB = %lld, NXB = %lld, PBT = %lld,\n"
+           "           XS = %lld, WS = %lld, UNITS = %lld };\n",
+        (long long)g.ci, (long long)g.cb, (long long)g.cib, (long long)g.h, (long long)g.w,
+        (long long)g.ph, (long long)g.pw, (long long)g.hp, (long long)g.wp, (long long)g.co,
+        (long long)g.b, (long long)g.cob, (long long)g.oh, (long long)g.ow, (long long)g.kh,
+        (long long)g.kw, (long long)g.sh, (long long)g.sw, (long long)g.dh, (long long)g.dw,
+        (long long)g.nv, (long long)g.pb, (long long)g.nxb, (long long)g.pbt,
+        (long long)g.xs, (long long)g.ws, (long long)units);
+    put(o, "    /* a block of B channels, and the same for loads and stores at any element */\n"
+           "    typedef %s vec __attribute__((vector_size(B * sizeof(%s))));\n"
+           "    typedef %s vecu __attribute__((vector_size(B * sizeof(%s)), aligned(sizeof(%s))));\n",
+        real, real, real, real, real);
+    if (dlc_op_fused_activation(op) == DLC_OP_RELU) /* its bits, for the ReLU */
+        put(o, "    typedef %s ivec __attribute__((vector_size(B * sizeof(%s))));\n",
+            f64 ? "long long" : "int", real);
+    dlc_cpu_direct_conv_in_register(o, g.b * (f64 ? 8 : 4));
+    /* the epilogue's scale and shift per filter, zero for the padding ones */
+    put(o, "    %s sc[COB * B], sh[COB * B];\n"
+           "    for (int f = 0; f < COB * B; f++) {\n"
+           "        sc[f] = f < CO ? %s : 0;\n"
+           "        sh[f] = f < CO ? %s : 0;\n"
+           "    }\n",
+        real, dlc_op_folded_batchnorm(op) >= 0 ? "bn_scale[f]" : "1",
+        dlc_op_folded_batchnorm(op) >= 0 ? "bn_shift[f]" : dlc_op_bias(op) ? "a2[f]" : "0");
+    dlc_cpu_direct_conv_region(o, "UNITS", dlc_arena_printf(e->arena, "%lld", (long long)macs));
+    put(o, "        const %s *wt = packed;\n"
+           "        if (!wt) { /* not frozen: pack the weights now, together */\n"
+           "            %s(%s, work, me, t);\n"
+           "#ifdef _OPENMP\n"
+           "#pragma omp barrier\n"
+           "#endif\n"
+           "            wt = work;\n"
+           "        }\n"
+           "        /* whole samples each, or (fewer samples than workers) a share of each\n"
+           "           sample's units, the sample padded together into the first slice */\n"
+           "        bool whole = n >= t;\n",
+        real, pack, w);
+    if (g.xs)
+        put(o, "        %s *mine = work + WS + (whole ? (int64_t)me * XS : 0);\n", real);
+    put(o, "        for (int64_t s = whole ? n * me / t : 0; s < (whole ? n * (me + 1) / t : n); s++) {\n"
+           "            const %s *src = a0 + s * (int64_t)(CIB * H * W * CB);\n"
+           "            %s *y = r0 + s * (int64_t)(COB * OH * OW * B);\n",
+        real, real);
+    if (g.xs) {
+        put(o, "            /* the source padded with zeros, a block's row at a time */\n"
+               "            for (int cb = whole ? 0 : CIB * me / t; cb < (whole ? CIB : CIB * (me + 1) / t); cb++)\n"
+               "                for (int iy = 0; iy < HP; iy++) {\n"
+               "                    %s *to = mine + ((int64_t)cb * HP + iy) * WP * CB;\n"
+               "                    if (iy < PH || iy >= PH + H) {\n"
+               "                        memset(to, 0, sizeof *to * WP * CB);\n"
+               "                        continue;\n"
+               "                    }\n"
+               "                    memset(to, 0, sizeof *to * PW * CB);\n"
+               "                    memcpy(to + PW * CB, src + ((int64_t)cb * H + iy - PH) * W * CB,\n"
+               "                           sizeof *to * W * CB);\n"
+               "                    memset(to + (PW + W) * CB, 0, sizeof *to * PW * CB);\n"
+               "                }\n"
+               "#ifdef _OPENMP\n"
+               "            if (!whole) {\n"
+               "#pragma omp barrier\n"
+               "            }\n"
+               "#endif\n"
+               "            src = mine;\n",
+            real);
+    }
+    put(o, "            for (int u = whole ? 0 : UNITS * me / t; u < (whole ? UNITS : UNITS * (me + 1) / t); u++) {\n"
+           "                int g = u / (OH * NXB), oy = u / NXB %% OH, xb = u %% NXB, ox0 = xb * PB;\n"
+           "                if (xb < NXB - 1 || PBT == PB) {\n");
+    put_block(o, op, real, g.pb);
+    put(o, "                } else {\n");
+    if (g.pbt != g.pb)
+        put_block(o, op, real, g.pbt);
+    put(o, "                }\n"
+           "            }\n");
+    if (g.xs)
+        put(o, "#ifdef _OPENMP\n"
+               "            if (!whole) { /* the next sample overwrites the padded one */\n"
+               "#pragma omp barrier\n"
+               "            }\n"
+               "#endif\n");
+    put(o, "        }\n"
+           "    }\n");
+}
