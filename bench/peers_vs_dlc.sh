@@ -4,12 +4,14 @@
 # (the whole step compiled by XLA), PyTorch 2 with torch.compile (Inductor),
 # and for batch-1 inference ONNX Runtime, OpenVINO and Apache TVM; with the
 # GFLOP/s each achieves against this machine's sgemm peak, and an ablation
-# of dlc's own optimizations (dlc -fno-fuse, -fno-plan-memory, both).
+# of dlc's own optimizations (dlc -fno-fuse, -fno-tile, -fno-layout,
+# -fno-plan-memory, -fno-fuse -fno-plan-memory).
 #
 #   bench/peers_vs_dlc.sh [--cases "lenet-train lenet-infer alexnet-train-64
 #                          alexnet-train-1 googlenet-train-32" | all]
 #                         [--systems "dlc torch jax torch2 ort openvino tvm
-#                          dlc-nofuse dlc-notile dlc-noplan dlc-nofuse-noplan"]
+#                          dlc-nofuse dlc-notile dlc-nolayout dlc-noplan
+#                          dlc-nofuse-noplan"]
 #                         [--repeats 3] [--out bench/peers] [--build build]
 #                         [--quick]
 #
@@ -22,6 +24,9 @@
 #   googlenet-train-32  GoogLeNet training, batch 32 (ms/image), 3 after 1
 #   alexnet-infer-1     AlexNet inference, batch 1 (ms/image), 50 after 5
 #   googlenet-infer-1   GoogLeNet inference, batch 1 (ms/image), 50 after 5
+#   resnet18-infer-1    ResNet-18 inference, batch 1 (ms/image), 50 after 5
+#   resnet50-infer-1    ResNet-50 inference, batch 1 (ms/image), 30 after 3
+#   vgg16-infer-1       VGG-16 inference, batch 1 (ms/image), 10 after 2
 #   lstm-train          lstm_fashion (an LSTM of 128 units over an image's 28
 #                       rows) training, batch 64 (images/s), 60 after 10
 #   gru-train           gru_fashion (the same with a GRU) training, batch 64
@@ -34,12 +39,16 @@
 # OPENBLAS_CORETYPE it should have, bench/lib.sh); jax, torch2 and ort,
 # openvino, tvm (bench/peers/*_peer.py with bench/.venv-peers/bin/python,
 # which `scripts/deps.sh peers` installs); dlc-nofuse, dlc-notile,
-# dlc-noplan and dlc-nofuse-noplan (the model compiled with `dlc -fno-fuse`,
-# `-fno-tile`, `-fno-plan-memory` or both).  ort, openvino and tvm only
-# infer, at batch 1, and only the convolutional networks.  In the recurrent
-# cases JAX runs the recurrence as a jax.lax.scan inside the jitted step,
-# and torch.compile unrolls its 28 steps (bench/peers/jax_peer.py,
-# torch2_peer.py).
+# dlc-nolayout, dlc-noplan and dlc-nofuse-noplan (the model compiled with
+# `dlc -fno-fuse`, `-fno-tile`, `-fno-layout`, `-fno-plan-memory` or
+# `-fno-fuse -fno-plan-memory`; a variant that this dlc does not compile,
+# for want of the pass, is reported as failed, the others go on).  ort,
+# openvino and tvm only infer, at batch 1, and only the convolutional
+# networks.  JAX sits out resnet18-infer-1, resnet50-infer-1 and
+# vgg16-infer-1: bench/peers/jax_peer.py writes its networks by hand, and
+# has no ResNet nor VGG.  In the recurrent cases JAX runs the recurrence as
+# a jax.lax.scan inside the jitted step, and torch.compile unrolls its 28
+# steps (bench/peers/jax_peer.py, torch2_peer.py).
 # Every system gets --threads 2 (bench/README.md says how each is held to it).
 #
 # Each measurement is one process, its peak memory the process's peak
@@ -59,7 +68,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 default_cases="lenet-train lenet-infer alexnet-train-64 alexnet-train-1 googlenet-train-32"
 cases=$default_cases
-systems="dlc torch jax torch2 ort openvino tvm dlc-nofuse dlc-notile dlc-noplan dlc-nofuse-noplan"
+systems="dlc torch jax torch2 ort openvino tvm"
+systems+=" dlc-nofuse dlc-notile dlc-nolayout dlc-noplan dlc-nofuse-noplan"
 repeats=3
 out=bench/peers
 build=build
@@ -72,10 +82,14 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --build) build=$2; shift 2 ;;
         --quick) quick=true; shift ;;
-        *) sed -n '9,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+        *) sed -n '/^#   bench\/peers_vs_dlc.sh/,/\[--quick\]/p' "$0" |
+               sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
 done
-[ "$cases" = all ] && cases="$default_cases alexnet-infer-1 googlenet-infer-1 lstm-train gru-train lstm-infer-1"
+if [ "$cases" = all ]; then
+    cases="$default_cases alexnet-infer-1 googlenet-infer-1 resnet18-infer-1 resnet50-infer-1"
+    cases+=" vgg16-infer-1 lstm-train gru-train lstm-infer-1"
+fi
 threads=2
 python=/usr/bin/python3
 venv=bench/.venv-peers/bin/python
@@ -90,6 +104,9 @@ case_spec() {
         googlenet-train-32) echo googlenet train 32 3 1 0.001 ;;
         alexnet-infer-1) echo alexnet infer 1 50 5 0.001 ;;
         googlenet-infer-1) echo googlenet infer 1 50 5 0.001 ;;
+        resnet18-infer-1) echo resnet18 infer 1 50 5 0.001 ;;
+        resnet50-infer-1) echo resnet50 infer 1 30 3 0.001 ;;
+        vgg16-infer-1) echo vgg16 infer 1 10 2 0.001 ;;
         lstm-train) echo lstm_fashion train 64 60 10 0.001 ;;
         gru-train) echo gru_fashion train 64 60 10 0.001 ;;
         lstm-infer-1) echo lstm_fashion infer 1 500 50 0.001 ;;
@@ -97,19 +114,33 @@ case_spec() {
     esac
 }
 for c in $cases; do case_spec "$c" >/dev/null; done
+# a dlc system -> the flags it compiles the model with
+dlc_flags() {
+    case "$1" in
+        dlc) ;;
+        dlc-nofuse) echo -fno-fuse ;;
+        dlc-notile) echo -fno-tile ;;
+        dlc-nolayout) echo -fno-layout ;;
+        dlc-noplan) echo -fno-plan-memory ;;
+        dlc-nofuse-noplan) echo -fno-fuse -fno-plan-memory ;;
+        *) return 1 ;;
+    esac
+}
 for s in $systems; do
     case "$s" in
-        dlc|torch|jax|torch2|ort|openvino|tvm|dlc-nofuse|dlc-notile|dlc-noplan|dlc-nofuse-noplan) ;;
-        *) echo "peers_vs_dlc.sh: unknown system $s" >&2; exit 2 ;;
+        torch|jax|torch2|ort|openvino|tvm) ;;
+        *) dlc_flags "$s" >/dev/null ||
+               { echo "peers_vs_dlc.sh: unknown system $s" >&2; exit 2; } ;;
     esac
 done
 # whether a system runs a case: the ONNX runtimes only infer at batch 1,
-# and not the recurrent models
+# and not the recurrent models; JAX has no ResNet nor VGG
 applies() {
     local system=$1 model=$2 mode=$3 batch=$4
     case "$system" in
         ort|openvino|tvm) [ "$mode" = infer ] && [ "$batch" = 1 ] &&
             [ "$model" != lstm_fashion ] && [ "$model" != gru_fashion ] ;;
+        jax) [ "$model" != resnet18 ] && [ "$model" != resnet50 ] && [ "$model" != vgg16 ] ;;
         *) true ;;
     esac
 }
@@ -128,16 +159,24 @@ mkdir -p "$out"
 openblas_cores "$python"
 
 models=$(for c in $cases; do case_spec "$c" | cut -d' ' -f1; done | sort -u | tr '\n' ' ')
+# default dlc must compile every model; a variant that does not (a flag
+# this dlc does not know yet, such as -fno-layout before the layout pass)
+# leaves $tmp/SYSTEM-MODEL.err, and measure reports its runs as failed
 for model in $models; do
     for s in $systems; do
-        case "$s" in
-            dlc) "$build"/dlc "models/$model.dl" -o "$tmp/dlc-$model" ;;
-            dlc-nofuse) "$build"/dlc -fno-fuse "models/$model.dl" -o "$tmp/$s-$model" ;;
-            dlc-notile) "$build"/dlc -fno-tile "models/$model.dl" -o "$tmp/$s-$model" ;;
-            dlc-noplan) "$build"/dlc -fno-plan-memory "models/$model.dl" -o "$tmp/$s-$model" ;;
-            dlc-nofuse-noplan)
-                "$build"/dlc -fno-fuse -fno-plan-memory "models/$model.dl" -o "$tmp/$s-$model" ;;
-        esac
+        dlc_flags "$s" >/dev/null || continue
+        # shellcheck disable=SC2046  # the flags are words
+        if "$build"/dlc $(dlc_flags "$s") "models/$model.dl" -o "$tmp/$s-$model" \
+                2>"$tmp/$s-$model.log"; then
+            cat "$tmp/$s-$model.log" >&2
+        elif [ "$s" = dlc ]; then
+            cat "$tmp/$s-$model.log" >&2
+            exit 1
+        else
+            { echo "dlc $(dlc_flags "$s") did not compile it:"; tail -n 3 "$tmp/$s-$model.log"; } |
+                tr '\n' ' ' >"$tmp/$s-$model.err"
+            echo "  $s: $model left out: $(cat "$tmp/$s-$model.err")" >&2
+        fi
     done
 done
 
@@ -169,6 +208,11 @@ measure() {
         ort|openvino|tvm) cmd=("$venv" bench/peers/ort_peer.py bench --runtime "$system"
                                --model "$model" "${flags[@]}") ;;
     esac
+    if [[ $system = dlc* && -e "$tmp/$system-$model.err" ]]; then  # it did not compile
+        cp "$tmp/$system-$model.err" "$base.err"
+        echo "  $system $case failed: $(cat "$base.err")" >&2
+        return 0
+    fi
     if timed_run "$base" "$system $case" "${cmd[@]}"; then
         case "$system" in
             dlc*) ;;
@@ -207,17 +251,21 @@ SPEC = {  # case: model, mode, batch, row label, unit
     "googlenet-train-32": ("googlenet", "train", 32, "GoogLeNet training, batch 32", "ms/image"),
     "alexnet-infer-1": ("alexnet", "infer", 1, "AlexNet inference, batch 1", "ms/image"),
     "googlenet-infer-1": ("googlenet", "infer", 1, "GoogLeNet inference, batch 1", "ms/image"),
+    "resnet18-infer-1": ("resnet18", "infer", 1, "ResNet-18 inference, batch 1", "ms/image"),
+    "resnet50-infer-1": ("resnet50", "infer", 1, "ResNet-50 inference, batch 1", "ms/image"),
+    "vgg16-infer-1": ("vgg16", "infer", 1, "VGG-16 inference, batch 1", "ms/image"),
     "lstm-train": ("lstm_fashion", "train", 64, "LSTM training, batch 64", "images/s"),
     "gru-train": ("gru_fashion", "train", 64, "GRU training, batch 64", "images/s"),
     "lstm-infer-1": ("lstm_fashion", "infer", 1, "LSTM inference, batch 1", "µs/image"),
 }
 RECURRENT = ("lstm_fashion", "gru_fashion")
+NO_JAX = ("resnet18", "resnet50", "vgg16")  # jax_peer.py has no ResNet nor VGG
 NAMES = {"dlc": "dlc", "torch": "PyTorch 1.13", "jax": "JAX", "torch2": "torch.compile",
          "ort": "ONNX Runtime", "openvino": "OpenVINO", "tvm": "TVM",
          "dlc-nofuse": "dlc -fno-fuse", "dlc-notile": "dlc -fno-tile",
-         "dlc-noplan": "dlc -fno-plan-memory",
+         "dlc-nolayout": "dlc -fno-layout", "dlc-noplan": "dlc -fno-plan-memory",
          "dlc-nofuse-noplan": "dlc -fno-fuse -fno-plan-memory"}
-ABLATIONS = ["dlc-nofuse", "dlc-notile", "dlc-noplan", "dlc-nofuse-noplan"]
+ABLATIONS = ["dlc-nofuse", "dlc-notile", "dlc-nolayout", "dlc-noplan", "dlc-nofuse-noplan"]
 peers = [s for s in systems if s not in ABLATIONS and s != "dlc"]
 MEMORY_CASES = ["alexnet-train-64", "googlenet-train-32"]
 
@@ -269,8 +317,9 @@ def fmt(v):
     return f"{v:,.0f}" if v >= 1000 else f"{v:.3g}" if v < 10 else f"{v:.1f}"
 
 
-applies = lambda case, s: s not in ("ort", "openvino", "tvm") or (
-    SPEC[case][1] == "infer" and SPEC[case][2] == 1 and SPEC[case][0] not in RECURRENT)
+applies = lambda case, s: (s != "jax" or SPEC[case][0] not in NO_JAX) and (
+    s not in ("ort", "openvino", "tvm") or (
+        SPEC[case][1] == "infer" and SPEC[case][2] == 1 and SPEC[case][0] not in RECURRENT))
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
             if l.startswith("model name")), "?")
 lines = [f"{threads} threads each, {os.cpu_count()} CPUs ({cpu}); OpenBLAS core: {core} "
@@ -343,18 +392,23 @@ if ablations and "dlc" in systems:
               "dlc (above 1: slower, or more memory, than default dlc).", "",
               "| case | dlc | " + " | ".join(NAMES[s] for s in ablations) + " |",
               "| --- | ---: |" + " ---: |" * len(ablations)]
+    failed = []
     for case in cases:
         label, unit = SPEC[case][3], SPEC[case][4]
         d, dm = value(case, "dlc"), peak_gib(case, "dlc")
         cells = []
         for s in ablations:
             v, m = value(case, s), peak_gib(case, s)
+            if not v and failure(case, s):
+                failed.append(f"{NAMES[s]}, {label}: failed: {failure(case, s)}")
             t = f"{v[1] / d[1]:.2f}" if v and d else "—"
             mem = f"{m / dm:.2f}" if m and dm else "—"
             cells.append(f"{t} time, {mem} memory ({fmt(v and v[0])} {unit}, {fmt(m)} GiB)")
         lines.append(f"| {label} | {fmt(d and d[0])} {unit}, {fmt(dm)} GiB | "
                      + " | ".join(cells) + " |")
     lines.append("")
+    if failed:
+        lines += ["Failures:", ""] + [f"- {n}" for n in failed] + [""]
 
 every = {case: {s: runs(case, s) for s in systems if applies(case, s)} for case in cases}
 json.dump({"threads": int(threads), "openblas_core": core, "peer_openblas_core": peer_core,

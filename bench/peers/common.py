@@ -3,7 +3,8 @@ its command line, its random data, its timing loop and its JSON report.
 
 Every peer runs as
 
-  PEER.py bench [--model lenet5|alexnet|googlenet|lstm_fashion|gru_fashion]
+  PEER.py bench [--model lenet5|alexnet|googlenet|resnet18|resnet50|vgg16|
+                         lstm_fashion|gru_fashion]
                 [--mode train|infer] [--batch N] [--iters N] [--warmup N]
                 [--threads N] [--lr X]
 
@@ -28,9 +29,12 @@ import time
 
 import numpy as np
 
-CONVOLUTIONAL = ("lenet5", "alexnet", "googlenet")  # all that ort_peer.py runs
+# all that ort_peer.py runs (torchvision's, but for LeNet-5)
+CONVOLUTIONAL = ("lenet5", "alexnet", "googlenet", "resnet18", "resnet50", "vgg16")
 RECURRENT = ("lstm_fashion", "gru_fashion")
 MODELS = CONVOLUTIONAL + RECURRENT
+# the networks that jax_peer.py has written by hand (not ResNet nor VGG)
+JAX_MODELS = ("lenet5", "alexnet", "googlenet") + RECURRENT
 
 
 def parse(description, models=MODELS, modes=("train", "infer")):
@@ -113,9 +117,9 @@ def report(args, framework, ms, threads, compile_s, **extra):
 
 def pytorch_peer():
     """bench/pytorch_peer.py as a module, for its networks (LeNet-5,
-    torchvision's AlexNet and GoogLeNet without auxiliary heads, and the
-    RowReader of lstm_fashion and gru_fashion) and its optimizers, in
-    whichever torch this Python has."""
+    torchvision's AlexNet, GoogLeNet without auxiliary heads, ResNet-18,
+    ResNet-50 and VGG-16, and the RowReader of lstm_fashion and
+    gru_fashion) and its optimizers, in whichever torch this Python has."""
     import importlib.util
     import sys
     here = os.path.dirname(os.path.abspath(__file__))

@@ -4,8 +4,9 @@
 shapes of their layers, for the GFLOP/s table of bench/peers_vs_dlc.sh.
 
   flops.py [--models "lenet5 alexnet googlenet"]   (or any of pytorch_peer.py's
-                                                  models, lstm_fashion and
-                                                  gru_fashion included)
+                                                  models: resnet18, resnet50,
+                                                  vgg16, lstm_fashion and
+                                                  gru_fashion too)
 
 prints one JSON object: for each model, infer_flops_per_image (one forward
 pass of one image) and train_flops_per_image (one image's share of a

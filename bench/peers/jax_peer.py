@@ -19,6 +19,8 @@ dropout 0.2 before the classifier).  Images are NHWC and kernels HWIO,
 JAX's usual layout (XLA chooses its own layouts inside the program anyway).
 Weights are drawn as PyTorch's default initialization draws them (uniform
 in +-1/sqrt(fan_in)); the figures do not depend on them.
+There is no ResNet nor VGG here (common.JAX_MODELS lists what there is):
+bench/peers_vs_dlc.sh leaves JAX out of resnet18, resnet50 and vgg16.
 
 lstm_fashion and gru_fashion are pytorch_peer.py's RowReader: an image's 28
 rows are the 28 steps of torch.nn.LSTM (or GRU) of 128 units, PyTorch's
@@ -53,7 +55,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
-args = common.parse(__doc__.split("\n")[0])
+args = common.parse(__doc__.split("\n")[0], models=common.JAX_MODELS)
 cpus = common.pin_to_threads(args.threads)
 if args.threads == 1:
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")

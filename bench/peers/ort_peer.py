@@ -4,7 +4,8 @@ bench/pytorch_peer.py's networks exported to ONNX: ONNX Runtime (the
 default), OpenVINO and Apache TVM.  Batch-1 inference only.
 
   ort_peer.py bench [--runtime ort|openvino|tvm]
-                    [--model lenet5|alexnet|googlenet] [--mode infer]
+                    [--model lenet5|alexnet|googlenet|resnet18|resnet50|vgg16]
+                    [--mode infer]
                     [--batch 1] [--iters N] [--warmup N] [--threads N]
 
 prints pytorch_peer.py's JSON object (bench/peers/common.py); --lr is

@@ -4,18 +4,20 @@ bench/pytorch_peer.py's networks and training step, compiled by
 torch.compile (TorchDynamo capturing the graph, TorchInductor generating C++
 and OpenMP for the CPU).
 
-  torch2_peer.py bench [--model lenet5|alexnet|googlenet|lstm_fashion|gru_fashion]
+  torch2_peer.py bench [--model lenet5|alexnet|googlenet|resnet18|resnet50|vgg16|
+                               lstm_fashion|gru_fashion]
                        [--mode train|infer] [--batch N] [--iters N] [--warmup N]
                        [--threads N] [--lr X]
 
 prints pytorch_peer.py's JSON object (bench/peers/common.py).
 
 The networks, the optimizer and the step are pytorch_peer.py's own (it is
-imported): LeNet-5, torchvision's AlexNet and GoogLeNet without auxiliary
-heads, and the RowReader of lstm_fashion and gru_fashion (torch.nn.LSTM or
-GRU of 128 units over an image's 28 rows); cross-entropy, SGD with momentum
-0.9 (weight decay 1e-4 for the zoo), Adam for the recurrent models.  For
-those, TorchDynamo is told to trace into nn.LSTM and nn.GRU
+imported): LeNet-5, torchvision's AlexNet, GoogLeNet without auxiliary
+heads, ResNet-18, ResNet-50 and VGG-16, and the RowReader of lstm_fashion
+and gru_fashion (torch.nn.LSTM or GRU of 128 units over an image's 28
+rows); cross-entropy, SGD with momentum 0.9 (weight decay 1e-4 for the
+zoo), Adam for the recurrent models.  For those, TorchDynamo is told to
+trace into nn.LSTM and nn.GRU
 (torch._dynamo.config.allow_rnn), which by default it leaves to eager
 PyTorch behind a graph break; traced, the recurrence is decomposed into its
 28 steps, unrolled, for Inductor to fuse (except the LSTM in inference,
