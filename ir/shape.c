@@ -73,6 +73,14 @@ const char *dlc_layout_mismatch(const DlcOp *op, int i) {
     int64_t want = slot >= 0 ? op->attrs[slot].i : 0, have = dlc_value_layout(op->in[i]);
     if (op->kind == DLC_OP_REORDER)
         return have == want ? "a reorder to the layout its operand is in already" : NULL;
+    if (op->kind == DLC_OP_CONV2D && want && dlc_attr_int(op, DLC_A_GROUPS) > 1) {
+        int64_t groups = dlc_attr_int(op, DLC_A_GROUPS), cig = op->in[0]->type.dims[0] / groups;
+        bool depthwise = cig == 1 && op->out[0]->type.dims[0] == groups;
+        if (depthwise && have != want)
+            return "a depthwise convolution in a blocked layout reads its own layout";
+        if (!depthwise && have == want && cig % want)
+            return "a grouped convolution reads a blocked operand whose groups are whole blocks";
+    }
     if (have == want || (op->kind == DLC_OP_CONV2D && have == 0))
         return NULL; /* a convolution reads plain operands in any layout */
     if (want == 0)
@@ -242,19 +250,22 @@ static bool check_tile(DlcInfer *inf, int64_t rows) {
     const char *why = NULL;
     int layout = dlc_op_attr_slot(inf->kind, DLC_A_LAYOUT);
     int64_t b = layout >= 0 ? inf->attrs[layout].i : 0;
+    int64_t groups = A(GROUPS).i, group_rows = groups > 1 ? rows / groups : 0;
     if (v != 16 && v != 32 && v != 64)
         why = "vector must be 16, 32 or 64 (bytes of a SIMD register)";
-    else if (A(GROUPS).i != 1)
-        why = "dlc's own loops need groups=1";
     else if (b > 0) {
         /* the blocked form (codegen/cpu/blocked_conv.c): rows are whole
-           blocks of filters, the last padded; columns any positions */
+           blocks of filters, the last padded, within one group of the
+           convolution's (a depthwise one: one block); columns any positions */
         if (lanes || scatter)
             why = "a convolution in a blocked layout has no filter_lanes or scatter";
-        else if (t[0] < 1 || t[0] % b || ((rows + b - 1) / b * b) % t[0] || t[1] < 1)
+        else if (t[0] < 1 || t[0] % b || ((rows + b - 1) / b * b) % t[0] || t[1] < 1 ||
+                 (group_rows == 1 && t[0] != b) || (group_rows > 1 && group_rows % t[0]))
             why = "in a blocked layout the tile's rows must be whole blocks that divide the "
-                  "result's blocks, and its columns positive";
-    } else if ((s[0] != 1 || s[1] != 1) && (inf->kind != DLC_OP_CONV2D || !lanes))
+                  "result's blocks (and its groups'), and its columns positive";
+    } else if (groups != 1)
+        why = "dlc's own loops need groups=1";
+    else if ((s[0] != 1 || s[1] != 1) && (inf->kind != DLC_OP_CONV2D || !lanes))
         why = "dlc's own loops need stride 1, except conv2d with filter_lanes";
     else if (inf->kind == DLC_OP_CONV2D_GRAD_INPUT &&
              (p[0] > (k[0] - 1) * d[0] || p[1] > (k[1] - 1) * d[1]))
@@ -901,7 +912,8 @@ bool dlc_infer_mse(DlcInfer *inf) {
 /* An op's layout attribute (docs/ir.md#layouts), as far as the op alone
  * tells: a block of 4, 8 or 16 channels (the floats of an SSE or NEON, AVX
  * or AVX-512 register) over operands of [C, H, W]; a concatenation along
- * the channels of whole blocks; a convolution without groups.  Whether
+ * the channels of whole blocks; a grouped convolution whose groups are
+ * whole blocks of filters, or depthwise.  Whether
  * each operand arrives in the layout the op reads is the verifier's check
  * (dlc_layout_mismatch), which sees the producers. */
 static bool check_layout(DlcInfer *inf) {
@@ -915,8 +927,12 @@ static bool check_layout(DlcInfer *inf) {
     for (int i = 0; !why && i < inf->nin; i++)
         if (!inf->in[i].batched || inf->in[i].rank != 3)
             why = "a blocked layout needs operands of [N,C,H,W]";
-    if (!why && inf->kind == DLC_OP_CONV2D && A(GROUPS).i != 1)
-        why = "a convolution in a blocked layout needs groups=1";
+    if (!why && inf->kind == DLC_OP_CONV2D && A(GROUPS).i != 1) {
+        int64_t groups = A(GROUPS).i, cig = inf->in[0].dims[0] / groups, cog = A(FILTERS).i / groups;
+        if (!(cig == 1 && cog == 1) && cog % b)
+            why = "a grouped convolution in a blocked layout needs whole blocks of filters "
+                  "in each group, or one channel and one filter in each (depthwise)";
+    }
     if (!why && inf->kind == DLC_OP_CONV2D && A(VECTOR).i == 0)
         why = "a convolution in a blocked layout needs a register block (tile and vector)";
     if (!why && inf->kind == DLC_OP_CONCAT) {

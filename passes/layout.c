@@ -88,12 +88,21 @@ static bool is_output(const DlcNetwork *net, const DlcValue *v) {
 static bool block_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t *rows,
                        int64_t *cols) {
     const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
-    if (dlc_attr_int(op, DLC_A_GROUPS) != 1 || x->dtype != DLC_F32 || x->rank != 3)
+    if (x->dtype != DLC_F32 || x->rank != 3)
         return false;
     int64_t filters = y->dims[0], lanes = (filters + b - 1) / b * b;
     if ((lanes - filters) * WASTE_DEN > lanes * WASTE_NUM)
         return false;
     int64_t cb = dlc_value_layout(op->in[0]) ? b : 1;
+    int64_t groups = dlc_attr_int(op, DLC_A_GROUPS), cig = x->dims[0] / groups;
+    if (groups > 1) {
+        bool depthwise = cig == 1 && filters == groups;
+        /* a depthwise one needs its source blocked; a grouped one whole
+           blocks of filters per group, and of channels if the source is
+           blocked */
+        if (depthwise ? cb != b : (filters / groups) % b || cig % cb)
+            return false;
+    }
     return dlc_tile_blocked_conv(op, t, b, cb, rows, cols) > 0;
 }
 

@@ -52,7 +52,8 @@ bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_step(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_layout(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 
-/* tile.c: the register block of conv2d (groups 1, f32) computed in blocks
+/* tile.c: the register block of conv2d (f32; grouped by whole blocks of
+ * filters, or depthwise) computed in blocks
  * of b channels from a source in blocks of cb (b, or 1: plain), for the
  * layout pass (codegen/cpu/blocked_conv.c computes it): rows filters (whole
  * blocks) by cols positions of a row, in *rows and *cols; its modelled

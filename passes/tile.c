@@ -459,15 +459,19 @@ double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, 
     const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
                   *pad = dlc_attr_pair(op, DLC_A_PAD);
     const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
+    int64_t groups = dlc_attr_int(op, DLC_A_GROUPS), cog = y->dims[0] / groups;
+    bool depthwise = groups > 1 && x->dims[0] == groups && cog == 1;
     int64_t lanes = t->vector / 4, cob = (y->dims[0] + b - 1) / b;
-    int64_t taps = (x->dims[0] + cb - 1) / cb * cb * k[0] * k[1];
+    /* source elements per result: a group's channels times the kernel */
+    int64_t taps = depthwise ? k[0] * k[1] : (x->dims[0] / groups + cb - 1) / cb * cb * k[0] * k[1];
     int64_t oh = y->dims[1], ow = y->dims[2];
     if (k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1 && pad[0] == 0 && pad[1] == 0)
         ow *= oh, oh = 1;
     double best = 0;
     for (int64_t nv = 1; nv <= 8 && nv <= cob; nv++) {
-        if (cob % nv || 4 * taps * nv * b > t->l2 / 2)
-            continue;
+        if (cob % nv || 4 * taps * nv * b > t->l2 / 2 || (depthwise && nv > 1) ||
+            (groups > 1 && !depthwise && cog % (nv * b)))
+            continue; /* a block of filters stays within a group */
         int64_t regs = nv * b / lanes; /* registers of the target a row of filters takes */
         for (int64_t pb = 1; pb <= ow; pb++) {
             if (regs * pb + regs + 1 > t->registers)
@@ -475,7 +479,9 @@ double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, 
             int64_t nxb = (ow + pb - 1) / pb, pbt = ow - (nxb - 1) * pb;
             double in = (double)(nv * pb) / (double)(nv + pb);
             double in_tail = (double)(nv * pbt) / (double)(nv + pbt);
-            int64_t per_block = cob * b * taps; /* multiply-adds a position */
+            /* multiply-adds a position (a depthwise block loads a weight
+               and a register of the source per position: pb / (1 + pb)) */
+            int64_t per_block = cob * b * taps;
             double time = (double)oh * ((double)(nxb - 1) *
                                             block_time(per_block * pb, in, lanes, 0) +
                                         block_time(per_block * pbt, in_tail, lanes, 0)) +

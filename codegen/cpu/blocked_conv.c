@@ -23,6 +23,12 @@
  * stop at the ends of rows.  A row's last block takes the positions left
  * (its own copy of the loops, with that constant).
  *
+ * A grouped convolution whose groups are whole blocks of filters (and of
+ * source channels, unless the source is plain) is the same sum over its
+ * group's source blocks.  A depthwise one (a group per channel, one filter
+ * each) has each lane its own channel: a block of channels' weights times
+ * a register of the blocked source, per tap and position.
+ *
  * The epilogue applies the bias (or the folded batchnorm's scale and
  * shift, padded with zeros past the filters) and the fused activation:
  * ReLU on the register, the others element by element.  The padding
@@ -55,7 +61,10 @@ typedef struct Blocked {
                                                   padding, padded size */
     int64_t co, b, cob, oh, ow;                /* the result: filters, in cob blocks of b */
     int64_t kh, kw, sh, sw, dh, dw;            /* the kernel, stride and dilation */
-    int64_t nv, pb, nxb, pbt, groups;          /* the register block: nv registers of b
+    int64_t grp, cig, cibg, cog;               /* the convolution's groups: source channels
+                                                  and blocks, and filters, of one */
+    bool depthwise;                            /* a group per channel, one filter each */
+    int64_t nv, pb, nxb, pbt, fblocks;         /* the register block: nv registers of b
                                                   filters by pb positions; blocks a row;
                                                   the last one's positions; blocks of
                                                   nv * b filters */
@@ -72,12 +81,15 @@ static Blocked blocked(const DlcOp *op) {
     Blocked g = {.ci = x->dims[0], .h = x->dims[1], .w = x->dims[2], .ph = p[0], .pw = p[1],
                  .co = y->dims[0], .b = dlc_attr_int(op, DLC_A_LAYOUT), .oh = y->dims[1],
                  .ow = y->dims[2], .kh = k[0], .kw = k[1], .sh = s[0], .sw = s[1], .dh = d[0],
-                 .dw = d[1], .pb = tile[1]};
+                 .dw = d[1], .pb = tile[1], .grp = dlc_attr_int(op, DLC_A_GROUPS)};
     g.cb = dlc_value_layout(op->in[0]) ? g.b : 1;
     g.cib = (g.ci + g.cb - 1) / g.cb;
     g.cob = (g.co + g.b - 1) / g.b;
-    g.nv = tile[0] / g.b;
-    g.groups = g.cob / g.nv;
+    g.cig = g.ci / g.grp, g.cog = g.co / g.grp;
+    g.cibg = (g.cig + g.cb - 1) / g.cb;
+    g.depthwise = g.grp > 1 && g.cig == 1 && g.cog == 1;
+    g.nv = g.depthwise ? 1 : tile[0] / g.b;
+    g.fblocks = g.cob / g.nv;
     g.row1x1 = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
     if (g.row1x1) /* the plane as one row */
         g.w *= g.h, g.h = 1, g.ow *= g.oh, g.oh = 1;
@@ -87,7 +99,8 @@ static Blocked blocked(const DlcOp *op) {
     g.nxb = (g.ow + g.pb - 1) / g.pb;
     g.pbt = g.ow - (g.nxb - 1) * g.pb;
     g.xs = g.ph || g.pw ? round_up(g.cib * g.hp * g.wp * g.cb, 16) : 0;
-    g.ws = round_up(g.cob * g.b * g.cib * g.cb * g.kh * g.kw, 16);
+    g.ws = round_up(g.depthwise ? g.cob * g.b * g.kh * g.kw
+                                : g.cob * g.b * g.cibg * g.cb * g.kh * g.kw, 16);
     return g;
 }
 
@@ -100,60 +113,91 @@ int64_t dlc_cpu_blocked_conv_packed(const DlcOp *op) { return blocked(op).ws; }
 void dlc_cpu_blocked_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
     const char *real = e->real;
     Blocked g = blocked(op);
+    if (g.depthwise) {
+        put(o, "\n/* The weights of %s's depthwise convolution a block of B channels at a\n"
+               " * time, the channels innermost: wt[cb][ky][kx][l] = w[cb * B + l][0][ky][kx],\n"
+               " * zero past the channels; worker me of t packs its share of the blocks. */\n"
+               "static void %s(const %s *restrict w, %s *restrict wt, int me, int t) {\n"
+               "    enum { CO = %lld, B = %lld, COB = %lld, KK = %lld };\n"
+               "    for (int cb = COB * me / t; cb < COB * (me + 1) / t; cb++)\n"
+               "        for (int k = 0; k < KK; k++)\n"
+               "            for (int l = 0; l < B; l++)\n"
+               "                wt[((int64_t)cb * KK + k) * B + l] = cb * B + l < CO ? w[(int64_t)(cb * B + l) * KK + k] : 0;\n"
+               "}\n",
+            op->out[0]->name, name, real, real, (long long)g.co, (long long)g.b,
+            (long long)g.cob, (long long)(g.kh * g.kw));
+        return;
+    }
     put(o, "\n/* The weights of %s's convolution in the order its loops read them:\n"
-           " * wt[g][cb][ky][kx][cl][i] = w[g * FB + i][cb * CB + cl][ky][kx], zero past\n"
-           " * the filters and channels; worker me of t packs its share of the blocks of\n"
-           " * FB filters. */\n"
+           " * wt[g][cb][ky][kx][cl][i] = w[g * FB + i][cb * CB + cl][ky][kx] (the channel\n"
+           " * within the filter's group), zero past the filters and channels; worker\n"
+           " * me of t packs its share of the blocks of FB filters. */\n"
            "static void %s(const %s *restrict w, %s *restrict wt, int me, int t) {\n"
-           "    enum { CO = %lld, CI = %lld, CB = %lld, CIB = %lld, KH = %lld, KW = %lld, "
+           "    enum { CO = %lld, CIG = %lld, CB = %lld, CIBG = %lld, KH = %lld, KW = %lld, "
            "FB = %lld, G = %lld };\n"
            "    for (int g = G * me / t; g < G * (me + 1) / t; g++)\n"
-           "        for (int cb = 0; cb < CIB; cb++)\n"
+           "        for (int cb = 0; cb < CIBG; cb++)\n"
            "            for (int ky = 0; ky < KH; ky++)\n"
            "                for (int kx = 0; kx < KW; kx++)\n"
            "                    for (int cl = 0; cl < CB; cl++) {\n"
-           "                        %s *to = wt + ((((int64_t)g * CIB + cb) * KH + ky) * KW + kx) * CB * FB\n"
+           "                        %s *to = wt + ((((int64_t)g * CIBG + cb) * KH + ky) * KW + kx) * CB * FB\n"
            "                                 + cl * FB;\n"
            "                        int c = cb * CB + cl;\n"
            "                        for (int i = 0; i < FB; i++) {\n"
            "                            int f = g * FB + i;\n"
-           "                            to[i] = f < CO && c < CI ? w[(((int64_t)f * CI + c) * KH + ky) * KW + kx] : 0;\n"
+           "                            to[i] = f < CO && c < CIG ? w[(((int64_t)f * CIG + c) * KH + ky) * KW + kx] : 0;\n"
            "                        }\n"
            "                    }\n"
            "}\n",
-        op->out[0]->name, name, real, real, (long long)g.co, (long long)g.ci, (long long)g.cb,
-        (long long)g.cib, (long long)g.kh, (long long)g.kw, (long long)(g.nv * g.b),
-        (long long)g.groups, real);
+        op->out[0]->name, name, real, real, (long long)g.co, (long long)g.cig, (long long)g.cb,
+        (long long)g.cibg, (long long)g.kh, (long long)g.kw, (long long)(g.nv * g.b),
+        (long long)g.fblocks, real);
 }
 
 /* One register block of `pb` positions (a constant) from ox0 of row oy,
  * for the block of filters g, into y: the sum, then the epilogue. */
-static void put_block(Out *o, const DlcOp *op, const char *real, int64_t pb) {
+static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *real, int64_t pb) {
     put(o, "                vec acc[NV][%lld];\n"
            "                for (int i = 0; i < NV; i++)\n"
            "                    for (int j = 0; j < %lld; j++)\n"
-           "                        acc[i][j] = (vec){0};\n"
-           "                const %s *x0 = src + ((int64_t)oy * SH * WP + ox0 * SW) * CB;\n"
-           "                const %s *w0 = wt + (int64_t)g * CIB * KH * KW * CB * FB;\n"
-           "                for (int cb = 0; cb < CIB; cb++)\n"
-           "                    for (int ky = 0; ky < KH; ky++) {\n"
-           "                        const %s *xr = x0 + ((int64_t)cb * HP + ky * DH) * WP * CB;\n"
-           "                        const %s *wr = w0 + ((int64_t)cb * KH + ky) * KW * CB * FB;\n"
-           "                        for (int kx = 0; kx < KW; kx++)\n"
-           "                            for (int cl = 0; cl < CB; cl++) {\n"
-           "                                vec wv[NV];\n"
-           "                                for (int i = 0; i < NV; i++) {\n"
-           "                                    wv[i] = *(const vecu *)(wr + (kx * CB + cl) * FB + i * B);\n"
-           "                                    IN_REGISTER(wv[i]);\n"
-           "                                }\n"
-           "                                for (int j = 0; j < %lld; j++) {\n"
-           "                                    %s xv = xr[(j * SW + kx * DW) * CB + cl];\n"
-           "                                    for (int i = 0; i < NV; i++)\n"
-           "                                        acc[i][j] += wv[i] * xv;\n"
-           "                                }\n"
-           "                            }\n"
-           "                    }\n",
-        (long long)pb, (long long)pb, real, real, real, real, (long long)pb, real);
+           "                        acc[i][j] = (vec){0};\n",
+        (long long)pb, (long long)pb);
+    if (g->depthwise) /* each lane its channel: a register of the source per tap */
+        put(o, "                const %s *x0 = src + (((int64_t)g * HP + oy * SH) * WP + ox0 * SW) * B;\n"
+               "                const %s *w0 = wt + (int64_t)g * KH * KW * B;\n"
+               "                for (int ky = 0; ky < KH; ky++)\n"
+               "                    for (int kx = 0; kx < KW; kx++) {\n"
+               "                        vec wv = *(const vecu *)(w0 + (ky * KW + kx) * B);\n"
+               "                        IN_REGISTER(wv);\n"
+               "                        const %s *xr = x0 + ((int64_t)ky * DH * WP + kx * DW) * B;\n"
+               "                        for (int j = 0; j < %lld; j++)\n"
+               "                            acc[0][j] += wv * *(const vecu *)(xr + j * SW * B);\n"
+               "                    }\n",
+            real, real, real, (long long)pb);
+    else
+        put(o, "                const %s *x0 = src + ((int64_t)oy * SH * WP + ox0 * SW) * CB%s;\n"
+               "                const %s *w0 = wt + (int64_t)g * CIBG * KH * KW * CB * FB;\n"
+               "                for (int cb = 0; cb < CIBG; cb++)\n"
+               "                    for (int ky = 0; ky < KH; ky++) {\n"
+               "                        const %s *xr = x0 + ((int64_t)cb * HP + ky * DH) * WP * CB;\n"
+               "                        const %s *wr = w0 + ((int64_t)cb * KH + ky) * KW * CB * FB;\n"
+               "                        for (int kx = 0; kx < KW; kx++)\n"
+               "                            for (int cl = 0; cl < CB; cl++) {\n"
+               "                                vec wv[NV];\n"
+               "                                for (int i = 0; i < NV; i++) {\n"
+               "                                    wv[i] = *(const vecu *)(wr + (kx * CB + cl) * FB + i * B);\n"
+               "                                    IN_REGISTER(wv[i]);\n"
+               "                                }\n"
+               "                                for (int j = 0; j < %lld; j++) {\n"
+               "                                    %s xv = xr[(j * SW + kx * DW) * CB + cl];\n"
+               "                                    for (int i = 0; i < NV; i++)\n"
+               "                                        acc[i][j] += wv[i] * xv;\n"
+               "                                }\n"
+               "                            }\n"
+               "                    }\n",
+            real, g->grp > 1 ? "\n                    + (int64_t)(g * FB / COG) * CIBG * HP * WP * CB /* its group's */"
+                             : "",
+            real, real, real, (long long)pb, real);
     DlcOpKind act = dlc_op_fused_activation(op);
     put(o, "                for (int i = 0; i < NV; i++) {\n"
            "                    vec scale = *(const vecu *)(sc + g * FB + i * B);\n"
@@ -180,7 +224,7 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
     bool f64 = e->f64;
     Blocked g = blocked(op);
     int64_t macs = g.co * g.ci * g.kh * g.kw * g.oh * g.ow;
-    int64_t units = g.groups * g.oh * g.nxb;
+    int64_t units = g.fblocks * g.oh * g.nxb;
     e->scratch = dlc_arena_printf(e->arena, "    int64_t w = %lld + %lld * (int64_t)threads;\n",
                                   (long long)g.ws, (long long)g.xs);
     dlc_cpu_put_batchnorm_fold(e, o, op);
@@ -189,13 +233,14 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
            "           HP = %lld, WP = %lld, CO = %lld, B = %lld, COB = %lld, OH = %lld, OW = %lld,\n"
            "           KH = %lld, KW = %lld, SH = %lld, SW = %lld, DH = %lld, DW = %lld,\n"
            "           NV = %lld, FB = NV * B, G = COB / NV, PB = %lld, NXB = %lld, PBT = %lld,\n"
-           "           XS = %lld, WS = %lld, UNITS = %lld };\n",
+           "           CIG = %lld, CIBG = %lld, COG = %lld, XS = %lld, WS = %lld, UNITS = %lld };\n",
         (long long)g.ci, (long long)g.cb, (long long)g.cib, (long long)g.h, (long long)g.w,
         (long long)g.ph, (long long)g.pw, (long long)g.hp, (long long)g.wp, (long long)g.co,
         (long long)g.b, (long long)g.cob, (long long)g.oh, (long long)g.ow, (long long)g.kh,
         (long long)g.kw, (long long)g.sh, (long long)g.sw, (long long)g.dh, (long long)g.dw,
         (long long)g.nv, (long long)g.pb, (long long)g.nxb, (long long)g.pbt,
-        (long long)g.xs, (long long)g.ws, (long long)units);
+        (long long)g.cig, (long long)g.cibg, (long long)g.cog, (long long)g.xs,
+        (long long)g.ws, (long long)units);
     put(o, "    /* a block of B channels, and the same for loads and stores at any element */\n"
            "    typedef %s vec __attribute__((vector_size(B * sizeof(%s))));\n"
            "    typedef %s vecu __attribute__((vector_size(B * sizeof(%s)), aligned(sizeof(%s))));\n",
@@ -256,10 +301,10 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
     put(o, "            for (int u = whole ? 0 : UNITS * me / t; u < (whole ? UNITS : UNITS * (me + 1) / t); u++) {\n"
            "                int g = u / (OH * NXB), oy = u / NXB %% OH, xb = u %% NXB, ox0 = xb * PB;\n"
            "                if (xb < NXB - 1 || PBT == PB) {\n");
-    put_block(o, op, real, g.pb);
+    put_block(o, op, &g, real, g.pb);
     put(o, "                } else {\n");
     if (g.pbt != g.pb)
-        put_block(o, op, real, g.pbt);
+        put_block(o, op, &g, real, g.pbt);
     put(o, "                }\n"
            "            }\n");
     if (g.xs)

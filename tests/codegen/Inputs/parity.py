@@ -136,7 +136,9 @@ def bnnet(p, x, training=False):
 def blocknet_params():
     return {"a.weight": (24, 1, 3, 3), "a.bias": (24,), "b.weight": (32, 24, 1, 1),
             "b.bias": (32,), "c.weight": (16, 24, 3, 3), "c.bias": (16,),
-            "d.weight": (16, 24, 3, 5), "d.bias": (16,), "e.weight": (16, 48, 3, 3),
+            "d.weight": (16, 24, 3, 5), "d.bias": (16,), "gr.weight": (48, 16, 1, 1),
+            "gr.bias": (48,), "dw.weight": (48, 1, 3, 3), "dw.bias": (48,),
+            "e.weight": (16, 48, 3, 3),
             "e_2.weight": (16,), "e_2.bias": (16,), "e_2.running_mean": (16,),
             "e_2.running_var": (16,), "out.weight": (10, 16), "out.bias": (10,)}
 
@@ -147,7 +149,9 @@ def blocknet(p, x, training=False):
     b = F.relu(F.conv2d(q, p["b.weight"], p["b.bias"]))
     c = F.leaky_relu(F.conv2d(q, p["c.weight"], p["c.bias"], padding=2, dilation=2), 0.1)
     d = torch.sigmoid(F.conv2d(q, p["d.weight"], p["d.bias"], stride=2, padding=(1, 2)))
-    e = F.conv2d(torch.cat([b, c], 1), p["e.weight"], stride=2, padding=1)
+    gr = F.relu(F.conv2d(torch.cat([b, c], 1), p["gr.weight"], p["gr.bias"], groups=3))
+    dw = F.relu(F.conv2d(gr, p["dw.weight"], p["dw.bias"], padding=1, groups=48))
+    e = F.conv2d(dw, p["e.weight"], stride=2, padding=1)
     e = F.batch_norm(e, p["e_2.running_mean"], p["e_2.running_var"], p["e_2.weight"],
                      p["e_2.bias"], training=training, momentum=0.1, eps=1e-5)
     s = F.relu(e + d)
