@@ -13,7 +13,7 @@
 #                          dlc-nofuse dlc-notile dlc-nolayout dlc-noplan
 #                          dlc-nofuse-noplan"]
 #                         [--repeats 3] [--out bench/peers] [--build build]
-#                         [--quick]
+#                         [--threads 2] [--quick]
 #
 # The cases (each a separate row; the first five are the default, --cases
 # all adds the others):
@@ -49,7 +49,9 @@
 # has no ResNet nor VGG.  In the recurrent cases JAX runs the recurrence as
 # a jax.lax.scan inside the jitted step, and torch.compile unrolls its 28
 # steps (bench/peers/jax_peer.py, torch2_peer.py).
-# Every system gets --threads 2 (bench/README.md says how each is held to it).
+# Every system gets --threads 2 (bench/README.md says how each is held to
+# it), or the --threads given: on a machine that other work shares, one
+# thread each is the steadier comparison.
 #
 # Each measurement is one process, its peak memory the process's peak
 # resident set from GNU time.  Every (case, system) is measured --repeats
@@ -74,6 +76,7 @@ repeats=3
 out=bench/peers
 build=build
 quick=false
+threads=2
 while [ $# -gt 0 ]; do
     case "$1" in
         --cases) cases=$2; shift 2 ;;
@@ -82,6 +85,7 @@ while [ $# -gt 0 ]; do
         --out) out=$2; shift 2 ;;
         --build) build=$2; shift 2 ;;
         --quick) quick=true; shift ;;
+        --threads) threads=$2; shift 2 ;;
         *) sed -n '/^#   bench\/peers_vs_dlc.sh/,/\[--quick\]/p' "$0" |
                sed 's/^# \{0,1\}//' >&2; exit 2 ;;
     esac
@@ -90,7 +94,6 @@ if [ "$cases" = all ]; then
     cases="$default_cases alexnet-infer-1 googlenet-infer-1 resnet18-infer-1 resnet50-infer-1"
     cases+=" vgg16-infer-1 lstm-train gru-train lstm-infer-1"
 fi
-threads=2
 python=/usr/bin/python3
 venv=bench/.venv-peers/bin/python
 
