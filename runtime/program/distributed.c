@@ -22,10 +22,11 @@
  * Open MPI moves non-blocking messages on only inside MPI calls (it has no
  * progress thread of its own), so something must call it while the
  * backward pass runs: the generated step calls the reducer's progress
- * between ops (polling, the default), or with DLRT_DIST_PROGRESS=thread a
- * thread of the reducer's own makes every MPI call of the step and tests
- * its messages while the main thread computes.  docs/distributed.md has
- * the measurement that chose polling.
+ * between ops (DLRT_DIST_PROGRESS=poll), or, by default, a thread of the
+ * reducer's own makes every MPI call of the step and tests its messages
+ * while the main thread computes.  docs/distributed.md has the measurement
+ * that chose the thread: between ops, a large message's handshakes wait
+ * for the peer's next op boundary, and a step ran at half the speed.
  *
  * Nothing waits forever: every wait has a deadline (--timeout), after
  * which the rank names the ranks it is still waiting for and stops the job
@@ -122,6 +123,8 @@ typedef struct Flight {
                                2 sums sent to everyone, 3 done */
     bool summed;            /* the sum is there: phase 3, as the main thread sees
                                it (under the lock, with a communication thread) */
+    bool held;              /* DLRT_DIST_OVERLAP=0: ready, not started until the
+                               first wait */
     MPI_Request *req;       /* this phase's messages: receives (one per peer),
                                then sends */
     int nreq;
@@ -148,6 +151,12 @@ typedef struct DistImpl {
     int *pending;           /* buckets ready and not yet posted by comm */
     int npending;
     bool stop;
+    bool overlap;           /* start each bucket when it is ready (else at the
+                               first wait: DLRT_DIST_OVERLAP=0, to measure what
+                               the overlap saves) */
+    double waited;          /* seconds the steps spent in wait: communication
+                               the backward pass did not hide */
+    int64_t steps;          /* steps summed */
 } DistImpl;
 
 bool dlrt_dist_built(void) { return true; }
@@ -266,7 +275,18 @@ static void poll_ready(void *ctx, int b, float *data, int64_t count) {
     DistImpl *s = ctx;
     s->flights[b].data = data;
     s->flights[b].count = count;
-    post_scatter(s, b);
+    s->flights[b].held = !s->overlap;
+    if (s->overlap)
+        post_scatter(s, b);
+}
+
+/* DLRT_DIST_OVERLAP=0: the buckets held back, started at the first wait. */
+static void release_held(DistImpl *s, void (*start)(DistImpl *s, int b)) {
+    for (int b = 0; b < s->nflights; b++)
+        if (s->flights[b].held) {
+            s->flights[b].held = false;
+            start(s, b);
+        }
 }
 
 static void poll_progress(void *ctx) {
@@ -289,7 +309,8 @@ static void silent_ranks(const DistImpl *s, int b, char *msg, size_t size) {
 
 static DlrtStatus poll_wait(void *ctx, int b, DlrtError *err) {
     DistImpl *s = ctx;
-    double deadline = dlrt_clock() + s->timeout;
+    release_held(s, post_scatter);
+    double start = dlrt_clock(), deadline = start + s->timeout;
     while (s->flights[b].phase != 3) {
         if (!advance(s, b)) {
             for (int k = 0; k < s->nflights; k++) /* the others too, meanwhile */
@@ -302,6 +323,7 @@ static DlrtStatus poll_wait(void *ctx, int b, DlrtError *err) {
             sched_yield();
         }
     }
+    s->waited += dlrt_clock() - start;
     (void)err;
     return DLRT_OK;
 }
@@ -344,13 +366,20 @@ static void *comm_main(void *arg) {
     return NULL;
 }
 
+/* Hands bucket b to the communication thread; the lock held. */
+static void enqueue(DistImpl *s, int b) {
+    s->pending[s->npending++] = b;
+    pthread_cond_signal(&s->wake);
+}
+
 static void thread_ready(void *ctx, int b, float *data, int64_t count) {
     DistImpl *s = ctx;
     pthread_mutex_lock(&s->lock);
     s->flights[b].data = data;
     s->flights[b].count = count;
-    s->pending[s->npending++] = b;
-    pthread_cond_signal(&s->wake);
+    s->flights[b].held = !s->overlap;
+    if (s->overlap)
+        enqueue(s, b);
     pthread_mutex_unlock(&s->lock);
 }
 
@@ -358,10 +387,12 @@ static void thread_progress(void *ctx) { (void)ctx; }
 
 static DlrtStatus thread_wait(void *ctx, int b, DlrtError *err) {
     DistImpl *s = ctx;
+    double start = dlrt_clock();
     struct timespec until;
     clock_gettime(CLOCK_REALTIME, &until);
     until.tv_sec += (time_t)s->timeout;
     pthread_mutex_lock(&s->lock);
+    release_held(s, enqueue);
     while (!s->flights[b].summed) {
         if (pthread_cond_timedwait(&s->done, &s->lock, &until) == ETIMEDOUT &&
             !s->flights[b].summed) {
@@ -372,6 +403,7 @@ static DlrtStatus thread_wait(void *ctx, int b, DlrtError *err) {
         }
     }
     pthread_mutex_unlock(&s->lock);
+    s->waited += dlrt_clock() - start;
     (void)err;
     return DLRT_OK;
 }
@@ -428,9 +460,10 @@ static bool agree(DistImpl *s, const Options *o) {
 
 int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o) {
     *d = (DlrtDist){.rank = 0, .size = 1, .on = true};
+    /* a thread of its own by default: docs/distributed.md has the measurement */
     const char *mode = getenv("DLRT_DIST_PROGRESS");
-    bool threaded = mode && strcmp(mode, "thread") == 0;
-    if (mode && !threaded && strcmp(mode, "poll") != 0) {
+    bool threaded = !mode || strcmp(mode, "thread") == 0;
+    if (mode && strcmp(mode, "thread") != 0 && strcmp(mode, "poll") != 0) {
         fprintf(stderr, "%s: DLRT_DIST_PROGRESS must be poll or thread, not '%s'\n", m->name,
                 mode);
         return 2;
@@ -453,6 +486,7 @@ int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o) {
     d->size = s->size;
     s->m = m;
     s->timeout = o->timeout;
+    s->overlap = !getenv("DLRT_DIST_OVERLAP") || strcmp(getenv("DLRT_DIST_OVERLAP"), "0") != 0;
     s->threaded = threaded && provided >= MPI_THREAD_SERIALIZED;
     if (threaded && !s->threaded && s->rank == 0)
         fprintf(stderr, "%s: warning: this MPI cannot give a thread of its own the MPI calls "
@@ -516,10 +550,50 @@ int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o) {
     return 0;
 }
 
+/* DLRT_DIST_STATS=1: how much of the gradients' sums the backward pass
+ * hid.  The sums of a step's buckets alone, without a backward pass to
+ * hide behind (the median of `iters` steps), against the time the
+ * training steps waited for them. */
+static void print_stats(DistImpl *s) {
+    enum { ITERS = 31 };
+    float *buf = calloc((size_t)s->m->grad_floats + 1, sizeof *buf);
+    double alone[ITERS];
+    for (int it = 0; buf && it < ITERS; it++) {
+        dlrt_dist_step(&(DlrtDist){.impl = s}, s->step + 1);
+        s->steps--; /* not a training step */
+        MPI_Barrier(MPI_COMM_WORLD);
+        double waited = s->waited, t0 = dlrt_clock();
+        for (int b = 0; b < s->nflights; b++)
+            s->reducer.ready(s, b, buf + s->m->buckets[b].offset, s->m->buckets[b].count);
+        for (int b = 0; b < s->nflights; b++)
+            s->reducer.wait(s, b, NULL);
+        alone[it] = dlrt_clock() - t0;
+        s->waited = waited;
+    }
+    for (int i = 1; buf && i < ITERS; i++) /* sorted, for the median */
+        for (int j = i; j > 0 && alone[j] < alone[j - 1]; j--) {
+            double x = alone[j];
+            alone[j] = alone[j - 1];
+            alone[j - 1] = x;
+        }
+    double exposed = s->steps ? s->waited / (double)s->steps : 0;
+    if (buf)
+        fprintf(stderr, "%s: rank %d of %d: DLRT_DIST_STATS: %s; %lld steps; the sums alone "
+                "%.3f ms per step (median of %d); waited for in training %.3f ms per step: "
+                "%.0f%% hidden behind the backward pass\n", s->m->name, s->rank, s->size,
+                s->threaded ? "thread" : "poll", (long long)s->steps, alone[ITERS / 2] * 1e3,
+                ITERS, exposed * 1e3,
+                alone[ITERS / 2] > 0 ? 100 * (1 - exposed / alone[ITERS / 2]) : 0.0);
+    free(buf);
+}
+
 void dlrt_dist_close(DlrtDist *d, int status) {
     DistImpl *s = d->impl;
     if (!d->on)
         return;
+    if (s && status == 0 && s->size > 1 && getenv("DLRT_DIST_STATS") &&
+        strcmp(getenv("DLRT_DIST_STATS"), "1") == 0)
+        print_stats(s);
     if (s && s->threaded) {
         pthread_mutex_lock(&s->lock);
         s->stop = true;
@@ -554,9 +628,11 @@ void dlrt_dist_step(DlrtDist *d, int64_t step) {
     if (!s)
         return;
     s->step = step;
+    s->steps++;
     for (int b = 0; b < s->nflights; b++) { /* the buckets of the step to come */
         s->flights[b].phase = 0;
         s->flights[b].summed = false;
+        s->flights[b].held = false;
     }
 }
 
