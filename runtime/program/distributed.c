@@ -589,7 +589,8 @@ static void print_stats(DistImpl *s) {
 
 void dlrt_dist_close(DlrtDist *d, int status) {
     DistImpl *s = d->impl;
-    if (!d->on)
+    int started = 0;
+    if (!d->on || MPI_Initialized(&started) != MPI_SUCCESS || !started)
         return;
     if (s && status == 0 && s->size > 1 && getenv("DLRT_DIST_STATS") &&
         strcmp(getenv("DLRT_DIST_STATS"), "1") == 0)
