@@ -9,8 +9,12 @@
  * order, each at a multiple of 16 floats (64 bytes, as the arena's
  * buffers), and cutting the layout into buckets of at most `cap` floats
  * gives buckets that complete one after the other, the first while most of
- * the backward pass is still to run.  A gradient larger than the cap gets a
- * bucket of its own; a bucket never splits a gradient.
+ * the backward pass is still to run.  The cut starts from the end: the
+ * last bucket, whose sum no computation is left to hide, holds only the
+ * gradients completed last, up to a smaller cap (1/DLC_BUCKET_TAIL of
+ * the gradients, at least DLC_BUCKET_MIN_BYTES), and the first bucket
+ * takes what remains.  A gradient larger than the cap gets a bucket of
+ * its own; a bucket never splits a gradient.
  *
  * Preconditions: the network verifies; the optimizer pass has run (its
  * updates name the parameters that train). */
@@ -73,19 +77,36 @@ void dlc_plan_buckets(DlcArena *arena, const DlcNetwork *train, int64_t cap_byte
         cap = target > cap ? target : cap;
     }
     plan->cap = cap;
-    plan->buckets = dlc_arena_alloc(arena, sizeof *plan->buckets * (size_t)(plan->ngrads + 1));
-    for (int i = 0; i < plan->ngrads; i++) {
-        DlcBucketGrad *g = &plan->grads[i];
-        int64_t size = dlc_plan_elements(g->param);
-        DlcBucket *b = plan->nbuckets ? &plan->buckets[plan->nbuckets - 1] : NULL;
-        if (!b || b->count + size > cap) {
-            b = &plan->buckets[plan->nbuckets++];
-            *b = (DlcBucket){.offset = g->offset, .first = i};
+    /* from the end: the last bucket, whose sum nothing is left to hide,
+       holds the gradients completed last, up to a smaller cap */
+    int64_t tail = plan->floats / DLC_BUCKET_TAIL;
+    tail = tail < cap ? tail : cap;
+    tail = tail > DLC_BUCKET_MIN_BYTES / (int64_t)sizeof(float) ? tail
+                                                                 : DLC_BUCKET_MIN_BYTES / (int64_t)sizeof(float);
+    tail = tail < cap ? tail : cap;
+    int *first = dlc_arena_alloc(arena, sizeof *first * (size_t)(plan->ngrads + 1));
+    int nb = 0;
+    int64_t fill = 0;
+    for (int i = plan->ngrads - 1; i >= 0; i--) {
+        int64_t size = dlc_plan_elements(plan->grads[i].param);
+        if (!nb || fill + size > (nb == 1 ? tail : cap)) {
+            nb++;
+            fill = 0;
         }
-        b->count += size;
-        b->ngrads++;
-        b->ready = g->ready > b->ready ? g->ready : b->ready;
-        g->bucket = plan->nbuckets - 1;
+        fill += size;
+        first[nb - 1] = i; /* the bucket's first gradient so far */
+    }
+    plan->buckets = dlc_arena_alloc(arena, sizeof *plan->buckets * (size_t)(nb + 1));
+    for (int k = 0; k < nb; k++) { /* in ready order: the last found first */
+        DlcBucket *b = &plan->buckets[plan->nbuckets++];
+        int from = first[nb - 1 - k], to = k + 1 < nb ? first[nb - 2 - k] : plan->ngrads;
+        *b = (DlcBucket){.offset = plan->grads[from].offset, .first = from, .ngrads = to - from};
+        for (int i = from; i < to; i++) {
+            DlcBucketGrad *g = &plan->grads[i];
+            b->count += dlc_plan_elements(g->param);
+            b->ready = g->ready > b->ready ? g->ready : b->ready;
+            g->bucket = plan->nbuckets - 1;
+        }
     }
 }
 

@@ -57,11 +57,16 @@ typedef struct DlcBucketPlan {
  * summed while the backward pass still runs, few enough that each costs
  * one latency only. */
 #define DLC_BUCKET_TARGET 8
+/* The last bucket holds at most 1/DLC_BUCKET_TAIL of the gradients (but at
+ * least DLC_BUCKET_MIN_BYTES): its sum starts when the backward pass ends,
+ * and nothing hides it. */
+#define DLC_BUCKET_TAIL 64
 
 /* Plans the buckets of a training network (NAME.train, after the
  * optimizer pass): every parameter that has an update.  cap_bytes is the
  * largest bucket; 0 chooses max(DLC_BUCKET_MIN_BYTES, the gradients' bytes
- * / DLC_BUCKET_TARGET).  A network without updates gets no buckets. */
+ * / DLC_BUCKET_TARGET).  The last bucket is smaller (DLC_BUCKET_TAIL).  A
+ * network without updates gets no buckets. */
 void dlc_plan_buckets(DlcArena *arena, const DlcNetwork *train, int64_t cap_bytes,
                       DlcBucketPlan *plan);
 /* The entry of grads for a gradient value, or NULL for any other value. */

@@ -1008,10 +1008,11 @@ static void put_call_with_ids(Cpu *cpu, Out *o, const DlcValue *in, const char *
 /* ---- data-parallel training: NAME_train_step_dist -------------------------- */
 
 /* Whether the network gets a distributed step: a program's classifier
- * trained with updates, in f32, without stateful layers (whose streams
- * would have to be split among the ranks too). */
+ * trained with updates, in f32.  A stateful layer's rows of net->state
+ * are the rank's rows of each batch, which stay the same from batch to
+ * batch (runtime/program/distributed.c), so each rank carries its own. */
 static bool dist_wanted(const Cpu *cpu) {
-    return cpu->train && !cpu->f64 && !cpu->state_rows && is_classifier(cpu->infer, cpu->train);
+    return cpu->train && !cpu->f64 && is_classifier(cpu->infer, cpu->train);
 }
 
 /* The gradient buffer net->grads in the buckets' layout: NAME_gradients
@@ -1049,8 +1050,12 @@ static void put_dist_call(Cpu *cpu, Out *o, const DlcMemPlan *plan, int i) {
         put(o, ", NULL");
     if (fn->seed)
         put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
-    if (fn->state)
-        dlc_unreachable("cpu: a stateful layer in a distributed step");
+    bool lstm = dlc_recurrent_cell(op->kind) == DLC_OP_LSTM;
+    for (int next = 0; next < fn->state; next++) /* as run_train gives them */
+        put(o, ", net->state + %lld * net->max_batch, %s", (long long)state_at(cpu, op, next, 0),
+            lstm ? dlc_arena_printf(&cpu->arena, "net->state + %lld * net->max_batch",
+                                    (long long)state_at(cpu, op, next, 1))
+                 : "NULL");
     put(o, ");\n");
 }
 
@@ -1213,8 +1218,13 @@ static void put_dist(Cpu *cpu, Out *o, const DlcMemPlan *plan) {
         if (v->type.batched || (v->type.dtype != DLC_I32 && v != cpu->clip))
             put(o, ", %s", v->type.batched ? ident(cpu, v->name) : "lr");
     }
-    put(o, ", r, err);\n"
-           "    *loss = n > 0 ? %s[0] : 0;\n    return st;\n}\n", where(cpu, plan, tn->outputs[0]));
+    bool carries = false; /* as put_train_api: the step carries a state on */
+    for (int i = 0; i < tn->nops; i++)
+        carries |= state_key(tn->ops[i]) != NULL;
+    put(o, ", r, err);\n%s"
+           "    *loss = n > 0 ? %s[0] : 0;\n    return st;\n}\n",
+        carries ? "    if (st == DLRT_OK && n > 0)\n        carry_state(net, n);\n" : "",
+        where(cpu, plan, tn->outputs[0]));
 }
 
 /* The table's train_step_dist (token ids as floats, as model_train_step

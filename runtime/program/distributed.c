@@ -2,8 +2,11 @@
  * ./net train`, on Open MPI.
  *
  * Every rank runs the same program on the same data in the same shuffled
- * order; of every global batch of --batch samples, rank r trains on rows
- * [r n / K, (r + 1) n / K).  The generated step (NAME_train_step_dist)
+ * order; of every global batch of B = --batch samples, rank r trains on
+ * rows [r B / K, (r + 1) B / K) (those of them that an epoch's last,
+ * smaller batch has: the last ranks may get fewer, or none, and add
+ * zeros), the same rows in every batch, so that a stateful network's
+ * streams stay each on its rank.  The generated step (NAME_train_step_dist)
  * scales its loss by the whole batch, writes its gradients into buckets
  * laid out at compile time in the order the backward pass completes them,
  * and hands each complete bucket to this file's reducer, which sums it
@@ -51,10 +54,11 @@ bool dlrt_dist_launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") || getenv("PMI_SIZE") || getenv("PMIX_RANK");
 }
 
-/* The rows [lo, hi) of a batch of n that rank `rank` of `size` trains on. */
-void dlrt_dist_part(int64_t n, int rank, int size, int64_t *lo, int64_t *hi) {
-    *lo = n * rank / size;
-    *hi = n * (rank + 1) / size;
+void dlrt_dist_part(int64_t batch, int64_t n, int rank, int size, int64_t *lo, int64_t *hi) {
+    *lo = batch * rank / size;
+    *hi = batch * (rank + 1) / size;
+    *lo = *lo < n ? *lo : n;
+    *hi = *hi < n ? *hi : n;
 }
 
 /* DLRT_DIST_FAULT: "kill:R:S" or "hang:R:S" (the tests' rank deaths and

@@ -205,10 +205,12 @@ int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o);
  * write) stops the other ranks too (MPI_Abort) rather than leave them
  * waiting. */
 void dlrt_dist_close(DlrtDist *d, int status);
-/* The rows [lo, hi) of a batch of n that rank `rank` of `size` trains on:
- * n / size each (n * rank / size rounded down to n * (rank + 1) / size, for
- * an epoch's last, smaller batch). */
-void dlrt_dist_part(int64_t n, int rank, int size, int64_t *lo, int64_t *hi);
+/* The rows [lo, hi) that rank `rank` of `size` trains on (or evaluates)
+ * of a batch of n samples where batches hold `batch`: [rank batch / size,
+ * (rank + 1) batch / size), cut to n: the same rows in every batch (a
+ * stateful network's streams stay on their rank), and in an epoch's last,
+ * smaller batch fewer rows, or none, for the last ranks. */
+void dlrt_dist_part(int64_t batch, int64_t n, int rank, int size, int64_t *lo, int64_t *hi);
 /* The reducer of the distributed step: NULL for one rank. */
 const DlrtReducer *dlrt_dist_reducer(DlrtDist *d);
 /* Before each training step (1-based, counted in this run): the tests'

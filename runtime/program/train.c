@@ -96,7 +96,7 @@ static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
         /* under mpirun, this rank's part of the batch */
         int64_t lo = 0, hi = n, steps = dlrt_label_steps(m);
         if (dist && dist->on)
-            dlrt_dist_part(n, dist->rank, dist->size, &lo, &hi);
+            dlrt_dist_part(batch, n, dist->rank, dist->size, &lo, &hi);
         if (hi == lo)
             continue;
         double t0 = dlrt_clock();
@@ -425,7 +425,7 @@ typedef struct EpochResult {
 static bool dist_step(Trainer *t, int64_t n, double lr, float *loss) {
     const DlrtModel *m = t->m;
     int64_t lo, hi, steps = dlrt_label_steps(m);
-    dlrt_dist_part(n, t->dist.rank, t->dist.size, &lo, &hi);
+    dlrt_dist_part(t->o->batch, n, t->dist.rank, t->dist.size, &lo, &hi);
     dlrt_dist_fault(&t->dist, ++t->steps_done);
     dlrt_dist_step(&t->dist, t->steps_done);
     float part;
