@@ -9,7 +9,8 @@
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
  *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
  *                  [--lr X] [--clip X]
- *   ./lenet5 info [--batch N]
+ *   ./lenet5 info [--batch N] [--ranks K]
+ *   mpirun -np K ./lenet5 train ... [--timeout S]   (distributed.c)
  *   every command: [--device cpu|cuda] [--threads N] [--report FILE.json]
  *
  * The generated code hands dlrt_main a DlrtModel: what it knows of the
@@ -219,7 +220,22 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --resume FILE      go on from a checkpoint, at the epoch it records\n"
             "  --log FILE.csv     one line per epoch: losses, accuracy, speed\n"
             "  --weights FILE     eval: the weights to evaluate\n"
-            "  --workers N        images(...): threads decoding images (the CPUs, up to 8)\n"
+            "  --workers N        images(...): threads decoding images (the CPUs, up to 8)\n",
+            m->name, m->name, m->source,
+            m->cuda ? "" : ";\n                     this program was built for the CPU only",
+            (long long)m->batch, MAX_THREADS,
+            (long long)default_threads(), default_data(m) ? " (" : "",
+            default_data(m) ? default_data(m) : "", default_data(m) ? ")" : "",
+            (long long)m->epochs, m->lr, clip, (unsigned long long)m->seed);
+    /* a second literal: ISO C's compilers need take no longer one */
+    fprintf(out,
+            "  --timeout S        under mpirun (mpirun -np K %s train: data-parallel\n"
+            "                     training), the seconds a rank waits for the others\n"
+            "                     before it stops the job (%d)\n"
+            "\n"
+            "info:\n"
+            "  --ranks K          also the gradient buckets of data-parallel training on K\n"
+            "                     ranks\n"
             "\n"
             "predict:\n"
             "  --weights FILE     the weights to classify with\n"
@@ -255,13 +271,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --length N         characters to write after it (400)\n"
             "  --temperature X    divides the scores before the softmax, above 0 (1)\n"
             "  --seed N           seed of the draws\n",
-            m->name, m->name, m->source,
-            m->cuda ? "" : ";\n                     this program was built for the CPU only",
-            (long long)m->batch, MAX_THREADS,
-            (long long)default_threads(), default_data(m) ? " (" : "",
-            default_data(m) ? default_data(m) : "", default_data(m) ? ")" : "",
-            (long long)m->epochs, m->lr, clip, (unsigned long long)m->seed,
-            DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
+            m->name, DLRT_DIST_TIMEOUT, DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
     return out == stdout ? 0 : 2;
 }
 
