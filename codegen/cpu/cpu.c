@@ -1153,7 +1153,7 @@ static void put_dist(Cpu *cpu, Out *o, const DlcMemPlan *plan) {
     }
     put(o, ", const DlrtReducer *r, DlrtError *err) {\n"
            "    double lap = net->profile ? dlrt_clock() : 0;\n"
-           "    (void)total;\n"
+           "    (void)lap;\n    (void)total;\n    (void)r;\n    (void)err;\n"
            "    if (n == 0) { /* no sample for this rank: it adds zeros */\n"
            "        memset(net->grads, 0, sizeof *net->grads * (size_t)%lld);\n"
            "        for (int b = 0; r && b < %d; b++)\n"

@@ -632,6 +632,8 @@ void dlrt_dist_step(DlrtDist *d, int64_t step) {
     DistImpl *s = d->impl;
     if (!s)
         return;
+    if (s->threaded) /* the thread reads the phases */
+        pthread_mutex_lock(&s->lock);
     s->step = step;
     s->steps++;
     for (int b = 0; b < s->nflights; b++) { /* the buckets of the step to come */
@@ -639,6 +641,8 @@ void dlrt_dist_step(DlrtDist *d, int64_t step) {
         s->flights[b].summed = false;
         s->flights[b].held = false;
     }
+    if (s->threaded)
+        pthread_mutex_unlock(&s->lock);
 }
 
 void dlrt_dist_sum(DlrtDist *d, double *v, int n, const char *what) {

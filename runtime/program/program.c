@@ -497,7 +497,7 @@ static void json_count(FILE *f, const char *key, long long v) {
 }
 
 Report dlrt_report_new(const char *command) {
-    return (Report){.command = command, .epochs = -1, .images = -1, .train_loss = NAN,
+    return (Report){.command = command, .epochs = -1, .ranks = -1, .images = -1, .train_loss = NAN,
                     .test_loss = NAN, .test_accuracy = NAN, .images_per_second = NAN,
                     .loader_images_per_second = NAN,
                     .median_ms = NAN, .mean_ms = NAN, .min_ms = NAN, .max_ms = NAN,
@@ -524,6 +524,7 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     json_count(f, "threads", o->threads);
     json_count(f, "batch", o->batch);
     json_count(f, "epochs", r->epochs);
+    json_count(f, "ranks", r->ranks);
     json_count(f, "images", r->images);
     json_number(f, "train_loss", r->train_loss, 9);
     json_number(f, "test_loss", r->test_loss, 9);

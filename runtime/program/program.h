@@ -65,6 +65,7 @@ typedef struct Report {
     const char *device;          /* where it ran; NULL: the table's (dlrt_device_name) */
     const char *mode;            /* bench: "train" or "infer"; else NULL */
     int64_t epochs;              /* train: epochs the weights have seen, resumed ones included */
+    int64_t ranks;               /* train under mpirun: the ranks that trained */
     int64_t images;              /* samples the timed part of the command processed */
     double train_loss, test_loss, test_accuracy;  /* train, eval (train_loss: train) */
     double images_per_second;    /* in the timed part: steps, forward passes */

@@ -547,6 +547,8 @@ static int run(Trainer *t, double begin) {
         r.test_accuracy = s.accuracy;
     }
     r.epochs = t->end;
+    if (t->dist.on)
+        r.ranks = t->dist.size;
     r.images = images;
     r.images_per_second = (double)images / (train_seconds > 0 ? train_seconds : 1e-9);
     r.seconds = dlrt_clock() - begin;
