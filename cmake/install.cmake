@@ -107,6 +107,11 @@ set(CPACK_PACKAGING_INSTALL_PREFIX ${CMAKE_INSTALL_PREFIX})
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
     "build-essential, libopenblas-dev, zlib1g-dev, libpng-dev, libjpeg62-turbo-dev, libgomp1, libllvm16")
+# a build with MPI links the programs it builds with Open MPI (data-parallel
+# training, runtime/program/distributed.c)
+if(MPI_C_FOUND)
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libopenmpi-dev")
+endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "pkg-config, cmake")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # a shlibs file for packages built against libdlrt.so, and the ldconfig trigger

@@ -22,6 +22,9 @@ typedef struct DlcEmitOptions {
     const char *gpu_arch; /* nvptx: the GPU architecture, "sm_80" */
     bool gpu_tf32;        /* nvptx: matrix products on the tensor cores, with
                              TF32 operands (--gpu-math=tf32; sm_80 and later) */
+    int64_t bucket_bytes; /* cpu: the largest gradient bucket of data-parallel
+                             training (--bucket-size); 0 chooses
+                             (passes/plan_buckets.h) */
 } DlcEmitOptions;
 
 typedef struct DlcTarget {

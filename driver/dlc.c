@@ -100,6 +100,11 @@ static void usage(FILE *out) {
         "                         activations; K, M or G for KiB, MiB or GiB): cheap\n"
         "                         forward values are recomputed in the backward pass to\n"
         "                         fit, and it is an error if they cannot be\n"
+        "  --bucket-size=BYTES    the largest bucket of gradients that data-parallel\n"
+        "                         training (mpirun -np K ./net train) sums across the\n"
+        "                         ranks at once (K, M or G for KiB, MiB or GiB); by\n"
+        "                         default an eighth of the gradients, at least 64K\n"
+        "                         (docs/distributed.md)\n"
         "  -Werror                treat warnings as errors\n"
         "  -w                     do not print warnings\n"
         "  --version              print the version and the commit and exit\n"
@@ -264,7 +269,7 @@ static int take_left_out_passes(int argc, char **argv, char **rest, Options *o) 
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY, OPT_MEM_BUDGET, OPT_TARGET, OPT_GPU_ARCH, OPT_GPU_MATH,
+           OPT_NO_PLAN_MEMORY, OPT_MEM_BUDGET, OPT_BUCKET_SIZE, OPT_TARGET, OPT_GPU_ARCH, OPT_GPU_MATH,
            OPT_TARGET_CPU };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
@@ -281,6 +286,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
         {"target-cpu", required_argument, NULL, OPT_TARGET_CPU},
         {"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
+        {"bucket-size", required_argument, NULL, OPT_BUCKET_SIZE},
         {"target", required_argument, NULL, OPT_TARGET},
         {"gpu-arch", required_argument, NULL, OPT_GPU_ARCH},
         {"gpu-math", required_argument, NULL, OPT_GPU_MATH},
@@ -370,6 +376,9 @@ static void parse_options(int argc, char **argv, Options *o) {
             break;
         }
         case OPT_MEM_BUDGET: o->pass.mem_budget = parse_bytes("--mem-budget", optarg); break;
+        case OPT_BUCKET_SIZE:
+            o->codegen.bucket_bytes = parse_bytes("--bucket-size", optarg);
+            break;
         case OPT_TARGET: parse_devices(optarg, o); break;
         case OPT_GPU_ARCH:
             if (!dlc_target_lookup("cuda")->arch_ok(optarg)) {

@@ -916,6 +916,44 @@ DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned gr
 DlrtStatus dlrt_cuda_sync(DlrtCuda *cu, const char *what, DlrtError *err);
 
 /* ------------------------------------------------------------------------ */
+/* data-parallel training: what a generated step and its reducer share      */
+/* ------------------------------------------------------------------------ */
+
+/* Types only: libdlrt has no communication of its own.  A network compiled
+ * for the CPU with a training step also gets NAME_train_step_dist, the
+ * step of one rank of K that each train on a part of every batch: its
+ * gradients go to one buffer laid out at compile time in buckets, in the
+ * order the backward pass completes them (passes/plan_buckets.c), and the
+ * step hands each bucket to a reducer as soon as it is complete, lets it
+ * progress between the ops that follow, and waits for each bucket's sum
+ * before that bucket's updates.  libdlrt_program's reducer sums over MPI
+ * (runtime/program/distributed.c); a product may bring its own. */
+
+/* A bucket of the gradient buffer. */
+typedef struct DlrtBucket {
+    int64_t offset, count;     /* floats of the buffer */
+    const char *tensors;       /* the parameters whose gradients it holds,
+                                  ", " between them */
+    const char *after;         /* the op after which it is complete (its row of
+                                  DLRT_PROFILE, "out.grad (cross_entropy_grad,
+                                  train_op8_out_grad)") */
+} DlrtBucket;
+
+/* What the step calls.  data is the bucket's place in the buffer: the sum
+ * over the ranks must be there when wait returns. */
+typedef struct DlrtReducer {
+    void *ctx;                 /* the reducer's own */
+    /* bucket `bucket` (count floats at data) is complete: start summing it */
+    void (*ready)(void *ctx, int bucket, float *data, int64_t count);
+    /* between ops of the backward pass: a chance to move messages on (a
+       reducer that has a thread of its own does nothing) */
+    void (*progress)(void *ctx);
+    /* waits for the sum of bucket `bucket`; a failure (a peer gone, or too
+       slow) stops the step with err */
+    DlrtStatus (*wait)(void *ctx, int bucket, DlrtError *err);
+} DlrtReducer;
+
+/* ------------------------------------------------------------------------ */
 /* program/: libdlrt_program, not libdlrt                                   */
 /* ------------------------------------------------------------------------ */
 
@@ -1038,6 +1076,20 @@ typedef struct DlrtModel {
     const struct DlrtModel *cuda;
     const char *device;        /* "cpu" or "cuda": which this table runs on
                                   (NULL reads as "cpu") */
+    /* data-parallel training (docs/distributed.md); NULL and 0 where the
+       table has no distributed step (a GPU's) */
+    uint64_t hash;             /* of the network as compiled (its IR): ranks
+                                  running other networks refuse to train */
+    int nbuckets;              /* the gradient buffer's buckets, in the order */
+    const DlrtBucket *buckets; /* the backward pass completes them */
+    int64_t grad_floats;       /* the gradient buffer's size */
+    /* NAME_train_step_dist: one rank's step on its n samples of a batch of
+       `total` (all ranks' n added up; the loss is their mean), summing the
+       gradients through r (NULL: this rank's alone) before the updates;
+       n may be 0 (the rank then adds zeros) */
+    DlrtStatus (*train_step_dist)(void *net, int64_t n, int64_t total, const float *x,
+                                  const int32_t *labels, float lr, float *loss,
+                                  const DlrtReducer *r, DlrtError *err);
     const char *dlc;           /* the dlc that built the program, for
                                   --version and info: "dlc 0.1.0 (commit
                                   1a2b3c4d5e6f)"; set by the main that

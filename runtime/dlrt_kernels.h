@@ -302,6 +302,13 @@ void DLRT_K(dlrt_clip_scale)(int64_t count, const DLRT_REAL *g, DLRT_REAL coef, 
  * outside [0, classes) gives NAN and a zero gradient; n == 0 gives 0. */
 double DLRT_K(dlrt_cross_entropy)(const DLRT_REAL *logits, const int32_t *labels, int64_t n,
                                   int64_t classes, DLRT_REAL *grad);
+/* One rank's part of a cross-entropy whose batch is split among ranks
+ * (data-parallel training): the n rows' losses summed and divided by
+ * `total`, the rows of the whole batch, and in grad (softmax - onehot) /
+ * total, so that the ranks' gradients add up to the whole batch's.  With
+ * total == n, dlrt_cross_entropy's results, bit for bit. */
+double DLRT_K(dlrt_cross_entropy_part)(const DLRT_REAL *logits, const int32_t *labels, int64_t n,
+                                       int64_t classes, int64_t total, DLRT_REAL *grad);
 /* Mean squared error over n * size values; grad as above (may be NULL). */
 double DLRT_K(dlrt_mse)(const DLRT_REAL *pred, const DLRT_REAL *target, int64_t n, int64_t size,
                         DLRT_REAL *grad);

@@ -10,8 +10,10 @@
 #                           Python with venv, PyTorch and NumPy (the numeric
 #                           oracle), torchvision (the model zoo's reference),
 #                           the data (Fashion-MNIST and fortunes), pkg-config
-#                           and man (the installed dlrt.pc and man pages), and
-#                           LLVM's lit from PyPI in .venv
+#                           and man (the installed dlrt.pc and man pages), Open
+#                           MPI and iproute2 (data-parallel training under
+#                           mpirun, between network namespaces), and LLVM's lit
+#                           from PyPI in .venv
 #   scripts/deps.sh bench   the compiler's packages, and what the benchmarks
 #                           against PyTorch run and plot with: PyTorch,
 #                           torchvision, NumPy, GNU time (peak memory) and
@@ -33,7 +35,7 @@ fi
 if [ "$what" = test ]; then
     pkgs+=(llvm-16-tools clang-16 libclang-rt-16-dev graphviz python3 python3-venv
            python3-torch python3-numpy python3-torchvision dataset-fashion-mnist fortunes
-           pkg-config man-db)
+           pkg-config man-db libopenmpi-dev openmpi-bin iproute2)
 fi
 
 if [ "$what" = bench ] || [ "$what" = peers ]; then

@@ -105,6 +105,26 @@ config.environment["NO_COLOR"] = "1"
 # their partners need, and a 2-thread program slows down tenfold.
 config.environment["OMP_WAIT_POLICY"] = "passive"
 
+# data-parallel training (docs/distributed.md): the build's MPI and
+# mpirun (CMake fails the suite where they are missing, tests/CMakeLists.txt).
+# As root (CI), mpirun wants to be told it may be; --oversubscribe lets 3
+# ranks share 2 cores.  %mpirun runs a job with a deadline of its own, so
+# that a test never hangs.  Open MPI's libraries keep memory to the end,
+# which LeakSanitizer would report in every rank: leaks are not checked
+# under mpirun (the program's own code is checked in the one-process runs).
+if config.mpi.upper() in ("TRUE", "ON", "1", "YES") and config.mpirun and \
+        os.path.exists(config.mpirun):
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpirun", "env ASAN_OPTIONS=detect_leaks=0 timeout 300 " +
+                                 config.mpirun + " --oversubscribe --mca btl self,vader,tcp"))
+    config.substitutions.append(("%mpiexec", config.mpirun))
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+    # no ranks of other jobs, and no warnings about the sandbox's network
+    config.environment["OMPI_MCA_btl_base_warn_component_unused"] = "0"
+if os.geteuid() == 0:
+    config.available_features.add("root")
+
 # the GPU target: ptxas (from a CUDA toolkit, optional) assembles the PTX
 # dlc emits; an NVIDIA driver with a GPU runs it.  Tests that need them say
 # REQUIRES: ptxas / gpu, and lit reports them UNSUPPORTED elsewhere.

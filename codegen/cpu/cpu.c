@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "../codegen.h"
+#include "../../passes/plan_buckets.h"
 #include "../../passes/plan_memory.h"
 #include "direct_conv.h"
 #include "emit.h"
@@ -88,6 +89,11 @@ typedef struct Cpu {
                                as many again follow for a training step's */
     DlcArena arena;         /* names and slots */
     bool ok;
+    /* data-parallel training (put_dist): the training step's gradient
+       buckets, and its op functions, as put_network wrote them */
+    bool dist;              /* NAME_train_step_dist is written */
+    DlcBucketPlan buckets;
+    const struct OpFunction *train_fns;
 } Cpu;
 
 /* Where a network's values live in the activation block is its DlcMemPlan:
@@ -428,6 +434,8 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
     for (int i = 0; i < net->nops; i++)
         fn[i] = op_function(cpu, o, net->ops[i], i, tag);
     bool train = net == cpu->train;
+    if (train)
+        cpu->train_fns = fn;
     /* the ops' rows of the profile, after those of a network put before */
     int first_row = cpu->nop_rows;
     for (int i = 0; i < net->nops; i++)
@@ -994,6 +1002,286 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
         cpu->nparams, ninfer, ninfer, cpu->nparams, cpu->f64 ? "dlrt_init_constant_f64" : "dlrt_init_constant", p, T, p);
 }
 
+static bool is_classifier(const DlcNetwork *net, const DlcNetwork *tn);
+static void put_call_with_ids(Cpu *cpu, Out *o, const DlcValue *in, const char *call);
+
+/* ---- data-parallel training: NAME_train_step_dist -------------------------- */
+
+/* Whether the network gets a distributed step: a program's classifier
+ * trained with updates, in f32.  A stateful layer's rows of net->state
+ * are the rank's rows of each batch, which stay the same from batch to
+ * batch (runtime/program/distributed.c), so each rank carries its own. */
+static bool dist_wanted(const Cpu *cpu) {
+    return cpu->train && !cpu->f64 && is_classifier(cpu->infer, cpu->train);
+}
+
+/* The gradient buffer net->grads in the buckets' layout: NAME_gradients
+ * copies into the same places, so one buffer serves both. */
+static void use_bucket_layout(Cpu *cpu) {
+    dlc_map_init(&cpu->grad_off, &cpu->arena);
+    for (int i = 0; i < cpu->buckets.ngrads; i++)
+        dlc_map_put(&cpu->grad_off, cpu->buckets.grads[i].param->name,
+                    (void *)(intptr_t)(cpu->buckets.grads[i].offset + 1));
+    cpu->grad_floats = cpu->buckets.floats;
+}
+
+/* A value's storage in the distributed step: a gradient is written where
+ * its bucket holds it, everything else where the training step's plan
+ * puts it. */
+static const char *dist_where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
+    const DlcBucketGrad *g = dlc_bucket_of_value(&cpu->buckets, v);
+    return g ? dlc_arena_printf(&cpu->arena, "(net->grads + %lld)", (long long)g->offset)
+             : where(cpu, plan, v);
+}
+
+/* A call of the training step's op function i, as run_train makes it,
+ * with the gradients in their buckets. */
+static void put_dist_call(Cpu *cpu, Out *o, const DlcMemPlan *plan, int i) {
+    const DlcOp *op = cpu->train->ops[i];
+    const OpFunction *fn = &cpu->train_fns[i];
+    put(o, "    %s(n", fn->name);
+    for (int j = 0; j < op->nin; j++)
+        put(o, ", %s", dist_where(cpu, plan, op->in[j]));
+    for (int r = 0; r < op->nout; r++)
+        put(o, ", %s", dist_where(cpu, plan, op->out[r]));
+    if (fn->work)
+        put(o, ", net->work, net->threads");
+    if (packed_span(cpu, op))
+        put(o, ", NULL");
+    if (fn->seed)
+        put(o, ", dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", i);
+    bool lstm = dlc_recurrent_cell(op->kind) == DLC_OP_LSTM;
+    for (int next = 0; next < fn->state; next++) /* as run_train gives them */
+        put(o, ", net->state + %lld * net->max_batch, %s", (long long)state_at(cpu, op, next, 0),
+            lstm ? dlc_arena_printf(&cpu->arena, "net->state + %lld * net->max_batch",
+                                    (long long)state_at(cpu, op, next, 1))
+                 : "NULL");
+    put(o, ");\n");
+}
+
+/* A cross-entropy (or its gradient) of one rank's rows, over the rows of
+ * the whole batch: the ranks' losses and gradients add up to the batch's. */
+static void put_dist_loss(Cpu *cpu, Out *o, const DlcMemPlan *plan, const DlcOp *op) {
+    const DlcType *t = &op->in[0]->type;
+    long long classes = (long long)t->dims[t->rank - 1];
+    long long steps = t->rank == 2 ? (long long)t->dims[0] : 1;
+    const char *x = where(cpu, plan, op->in[0]), *y = where(cpu, plan, op->in[1]);
+    if (op->kind == DLC_OP_CROSS_ENTROPY)
+        put(o, "    %s[0] = (float)dlrt_cross_entropy_part(%s, %s, n * %lld, %lld, total * %lld, "
+               "NULL);\n", where(cpu, plan, op->out[0]), x, y, steps, classes, steps);
+    else
+        put(o, "    dlrt_cross_entropy_part(%s, %s, n * %lld, %lld, total * %lld, %s);\n", x, y,
+            steps, classes, steps, where(cpu, plan, op->out[0]));
+}
+
+/* The update of a dense layer's weight whose gradient the distributed step
+ * computed into its bucket (the fused dense_sgd_update or
+ * dense_adam_update, taken apart). */
+static void put_dist_dense_update(Cpu *cpu, Out *o, const DlcMemPlan *plan, const DlcOp *op,
+                                  const DlcBucketGrad *g) {
+    Emit e = emit_state(cpu);
+    const char *p = where(cpu, plan, op->in[op->nin - op->nparams]);
+    if (op->kind == DLC_OP_DENSE_SGD_UPDATE)
+        put(o, "    dlrt_sgd_update(%lld, net->grads + %lld, %s, %s, false, %s, %s, %s);\n",
+            (long long)g->count, (long long)g->offset, where(cpu, plan, op->in[2]),
+            dlc_cpu_cfloat(&e, dlc_attr_float(op, DLC_A_MOMENTUM)),
+            dlc_cpu_cfloat(&e, dlc_attr_float(op, DLC_A_WEIGHT_DECAY)), p,
+            op->nparams == 2 ? where(cpu, plan, op->in[op->nin - 1]) : "NULL");
+    else
+        put(o, "    dlrt_adam_update(%lld, net->grads + %lld, %s, %s, %s, %s, %s, %s, %s, %s, %s);\n",
+            (long long)g->count, (long long)g->offset, where(cpu, plan, op->in[2]),
+            where(cpu, plan, op->in[3]), dlc_cpu_cfloat(&e, dlc_attr_float(op, DLC_A_BETA1)),
+            dlc_cpu_cfloat(&e, dlc_attr_float(op, DLC_A_BETA2)),
+            dlc_cpu_cfloat(&e, dlc_attr_float(op, DLC_A_EPS)),
+            dlc_cpu_cfloat(&e, dlc_attr_float(op, DLC_A_WEIGHT_DECAY)), p,
+            where(cpu, plan, op->in[op->nin - 2]), where(cpu, plan, op->in[op->nin - 1]));
+}
+
+/* An op of the update phase: clipping, or an update reading its gradient
+ * from its bucket. */
+static void put_dist_update(Cpu *cpu, Out *o, const DlcMemPlan *plan, int i, int first_row) {
+    const DlcOp *op = cpu->train->ops[i];
+    const DlcBucketGrad *g = dlc_bucket_of_update(&cpu->buckets, op);
+    if (dlc_op_is_dense_update(op->kind) && g)
+        put_dist_dense_update(cpu, o, plan, op, g);
+    else
+        put_dist_call(cpu, o, plan, i);
+    put(o, "    LAP(%d);\n", first_row + i);
+}
+
+/* Whether op belongs to the update phase, which runs once the sums are
+ * there: updates and clipping (which needs every gradient's sum). */
+static bool dist_deferred(const DlcOp *op) {
+    return dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind) ||
+           op->kind == DLC_OP_PARAM_GRAD;
+}
+
+/* The bucket table, run_dist and NAME_train_step_dist. */
+static void put_dist(Cpu *cpu, Out *o, const DlcMemPlan *plan) {
+    const DlcNetwork *tn = cpu->train;
+    const DlcBucketPlan *bp = &cpu->buckets;
+    const char *p = cpu->prefix, *T = cpu->type;
+    int first_row = cpu->infer->nops; /* the training step's rows follow inference's */
+    put(o, "\n/* ---- data-parallel training: the gradients in %d bucket%s, in the order the\n"
+           " * backward pass completes them (passes/plan_buckets.c) ---- */\n\n",
+        bp->nbuckets, bp->nbuckets == 1 ? "" : "s");
+    put(o, "static const DlrtBucket DIST_BUCKETS[%d] = {\n", bp->nbuckets ? bp->nbuckets : 1);
+    for (int b = 0; b < bp->nbuckets; b++) {
+        const DlcBucket *k = &bp->buckets[b];
+        put(o, "    {%lld, %lld, \"", (long long)k->offset, (long long)k->count);
+        for (int j = 0; j < k->ngrads; j++)
+            put(o, "%s%s", j ? ", " : "", bp->grads[k->first + j].param->name);
+        put(o, "\", %s},\n", cpu->op_rows[first_row + k->ready]);
+    }
+    if (!bp->nbuckets)
+        put(o, "    {0, 0, \"\", \"\"}, /* no bucket: ISO C has no empty array */\n");
+    put(o, "};\n\n");
+    bool clips = false;
+    for (int i = 0; i < tn->nops; i++)
+        clips |= dlc_op_is_clip(tn->ops[i]->kind);
+
+    put(o, "/* One rank's step: the backward pass hands each bucket to r once its last\n"
+           " * gradient is there; each bucket's updates wait for its sum%s. */\n",
+        clips ? " (clipping: for every bucket's, since the norm takes them all)" : "");
+    put(o, "static DlrtStatus run_dist(%s *net, int64_t n, int64_t total", T);
+    for (int i = 0; i < tn->ninputs; i++) {
+        const DlcValue *v = tn->inputs[i];
+        if (v->type.batched)
+            put(o, ", const %s *restrict %s", ctype(cpu, v), ident(cpu, v->name));
+        else if (v->type.dtype != DLC_I32 && v != cpu->clip)
+            put(o, ", %s %s", ctype(cpu, v), ident(cpu, v->name));
+    }
+    put(o, ", const DlrtReducer *r, DlrtError *err) {\n"
+           "    double lap = net->profile ? dlrt_clock() : 0;\n"
+           "    (void)lap;\n    (void)total;\n    (void)r;\n    (void)err;\n"
+           "    if (n == 0) { /* no sample for this rank: it adds zeros */\n"
+           "        memset(net->grads, 0, sizeof *net->grads * (size_t)%lld);\n"
+           "        for (int b = 0; r && b < %d; b++)\n"
+           "            r->ready(r->ctx, b, net->grads + DIST_BUCKETS[b].offset, DIST_BUCKETS[b].count);\n"
+           "    } else {\n", (long long)bp->floats, bp->nbuckets);
+    for (int i = 0; i < tn->nops; i++) {
+        const DlcOp *op = tn->ops[i];
+        const DlcBucketGrad *g = dlc_bucket_of_update(bp, op);
+        if (op->kind == DLC_OP_CROSS_ENTROPY || op->kind == DLC_OP_CROSS_ENTROPY_GRAD)
+            put_dist_loss(cpu, o, plan, op);
+        else if (dlc_op_is_dense_update(op->kind) && g) { /* its gradient, now */
+            put(o, "    ");
+            put_gradient_copy(cpu, o, op, op, plan);
+        }
+        else if (dist_deferred(op))
+            continue;
+        else
+            put_dist_call(cpu, o, plan, i);
+        put(o, "    LAP(%d);\n", first_row + i);
+        for (int b = 0; b < bp->nbuckets; b++)
+            if (bp->buckets[b].ready == i)
+                put(o, "    if (r) /* bucket %d is complete */\n"
+                       "        r->ready(r->ctx, %d, net->grads + %lld, %lld);\n", b, b,
+                    (long long)bp->buckets[b].offset, (long long)bp->buckets[b].count);
+        put(o, "    if (r)\n        r->progress(r->ctx);\n");
+    }
+    put(o, "    }\n");
+    /* the update phase: a bucket's updates as soon as its sum is there,
+       or, with clipping, every op of it in order once all are */
+    for (int b = 0; b < bp->nbuckets; b++) {
+        put(o, "    if (r) {\n"
+               "        DlrtStatus st = r->wait(r->ctx, %d, err);\n"
+               "        if (st != DLRT_OK)\n            return st;\n    }\n", b);
+        for (int i = 0; !clips && i < tn->nops; i++) {
+            const DlcBucketGrad *g = dlc_bucket_of_update(bp, tn->ops[i]);
+            if (dist_deferred(tn->ops[i]) && g && g->bucket == b)
+                put_dist_update(cpu, o, plan, i, first_row);
+        }
+    }
+    for (int i = 0; i < tn->nops; i++) {
+        const DlcBucketGrad *g = dlc_bucket_of_update(bp, tn->ops[i]);
+        if (dist_deferred(tn->ops[i]) && (clips || !g))
+            put_dist_update(cpu, o, plan, i, first_row);
+    }
+    put(o, "    return DLRT_OK;\n}\n\n");
+
+    put(o, "DlrtStatus %s_train_step_dist(%s *net, int64_t n, int64_t total", p, T);
+    put_inputs(cpu, o, tn);
+    put(o, ", float lr, float *loss,\n                              const DlrtReducer *r, DlrtError *err) {\n"
+           "    if (n < 0 || n > net->max_batch || total < n || total < 1)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"%%lld samples of a batch of %%lld; this network takes 0 to %%lld\", (long long)n, (long long)total, (long long)net->max_batch);\n"
+           "    if (!gradient_copy(net))\n"
+           "        return dlrt_fail(err, DLRT_E_NOMEM, \"out of memory: %%zu bytes for the gradients\", sizeof *net->grads * (size_t)%lld);\n",
+        (long long)bp->floats);
+    put(o, "    if (n > 0) {\n");
+    put_token_checks(cpu, o, tn);
+    put(o, "    }\n");
+    put(o, "    net->step++;\n    net->frozen = false; /* the update changes the weights */\n"
+           "    DlrtStatus st = run_dist(net, n, total");
+    for (int i = 0; i < tn->ninputs; i++) {
+        const DlcValue *v = tn->inputs[i];
+        if (v->type.batched || (v->type.dtype != DLC_I32 && v != cpu->clip))
+            put(o, ", %s", v->type.batched ? ident(cpu, v->name) : "lr");
+    }
+    bool carries = false; /* as put_train_api: the step carries a state on */
+    for (int i = 0; i < tn->nops; i++)
+        carries |= state_key(tn->ops[i]) != NULL;
+    put(o, ", r, err);\n%s"
+           "    *loss = n > 0 ? %s[0] : 0;\n    return st;\n}\n",
+        carries ? "    if (st == DLRT_OK && n > 0)\n        carry_state(net, n);\n" : "",
+        where(cpu, plan, tn->outputs[0]));
+}
+
+/* The table's train_step_dist (token ids as floats, as model_train_step
+ * takes them). */
+static void put_dist_table_function(Cpu *cpu, Out *o) {
+    const DlcValue *in = cpu->infer->inputs[0];
+    put(o, "static DlrtStatus model_train_step_dist(void *net, int64_t n, int64_t total, const float *x,\n"
+           "                                        const int32_t *labels, float lr, float *loss,\n"
+           "                                        const DlrtReducer *r, DlrtError *err) {\n");
+    if (in->type.dtype == DLC_I32) /* nothing to convert */
+        put(o, "    if (n == 0)\n        return %s_train_step_dist(net, 0, total, NULL, labels, lr, loss, r, err);\n",
+            cpu->prefix);
+    put_call_with_ids(cpu, o, in, dlc_arena_printf(&cpu->arena, "%s_train_step_dist(net, n, total, x, labels, lr, loss, r, err)", cpu->prefix));
+    put(o, "}\n");
+}
+
+/* Its declaration in NAME.h. */
+static void put_dist_header(Cpu *cpu, Out *o) {
+    const char *p = cpu->prefix;
+    put(o, "/* Data-parallel training (docs/distributed.md): one rank's training step on\n"
+           " * its n samples (0 <= n <= max_batch) of a batch of `total` samples\n"
+           " * split among the ranks.  The gradients go to %lld floats laid out in %d\n"
+           " * bucket%s (%s_BUCKETS), which r sums across the ranks while the\n"
+           " * backward pass goes on; the updates use the sums (r NULL: this rank's\n"
+           " * alone).  *loss is this rank's part of the batch's mean loss: its rows'\n"
+           " * losses over `total`. */\n",
+        (long long)cpu->buckets.floats, cpu->buckets.nbuckets,
+        cpu->buckets.nbuckets == 1 ? "" : "s", cpu->upper);
+    put(o, "#define %s_BUCKETS %d\n", cpu->upper, cpu->buckets.nbuckets);
+    put(o, "DlrtStatus %s_train_step_dist(%s *net, int64_t n, int64_t total", p, cpu->type);
+    put_inputs(cpu, o, cpu->train);
+    put(o, ", float lr,\n                              float *loss, const DlrtReducer *r, DlrtError *err);\n");
+}
+
+/* FNV-1a of the module's IR text without its source locations: what ranks
+ * compare before they train together (the same network compiled from
+ * another path is the same network). */
+static unsigned long long network_hash(const DlcModule *m) {
+    char *text;
+    size_t len;
+    FILE *f = open_memstream(&text, &len);
+    dlc_print_module(f, m);
+    fclose(f);
+    unsigned long long h = 14695981039346656037ull;
+    for (size_t i = 0; i < len; i++) {
+        if (strncmp(text + i, " loc(", 5) == 0) { /* to the end of the line */
+            while (i < len && text[i] != '\n')
+                i++;
+            if (i == len)
+                break;
+        }
+        h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+    }
+    free(text);
+    return h;
+}
+
 /* ---- the program's view: DlrtModel ------------------------------------------ */
 
 /* Whether dlrt_main can drive the network: one per-sample f32 input, one
@@ -1143,6 +1431,8 @@ static void put_model(Cpu *cpu, Out *o) {
            "                                   float lr, float *loss, DlrtError *err) {\n");
     put_call_with_ids(cpu, o, cpu->infer->inputs[0], dlc_arena_printf(&cpu->arena, "%s_train_step(net, n, x, labels, lr, loss, err)", p));
     put(o, "}\n");
+    if (cpu->dist)
+        put_dist_table_function(cpu, o);
     if (cpu->clip)
         put(o, "static void model_set_clip(void *net, double clip) { %s_set_clip(net, (float)clip); }\n",
             p);
@@ -1258,6 +1548,10 @@ static void put_model(Cpu *cpu, Out *o) {
            "    .save = model_save,\n    .load = model_load,\n    .ntensors = %d,\n"
            "    .tensor = model_tensor,\n    .gradient = model_gradient,\n"
            "    .gradients = model_gradients,\n    .device = \"cpu\",\n", p, cpu->nparams);
+    if (cpu->dist)
+        put(o, "    .hash = 0x%016llxull,\n    .nbuckets = %d,\n    .buckets = DIST_BUCKETS,\n"
+               "    .grad_floats = %lld,\n    .train_step_dist = model_train_step_dist,\n",
+            network_hash(cpu->m), cpu->buckets.nbuckets, (long long)cpu->buckets.floats);
     put(o, "};\n");
     free(layers);
     free(optimizer);
@@ -1323,6 +1617,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     if (cpu.step)
         dlc_plan_memory(&cpu.arena, cpu.step, kind, false, &ss);
     add_gradient_copies(&cpu);
+    cpu.dist = dist_wanted(&cpu);
+    if (cpu.dist) {
+        dlc_plan_buckets(&cpu.arena, cpu.train, opt ? opt->bucket_bytes : 0, &cpu.buckets);
+        use_bucket_layout(&cpu);
+    }
 
     char hname[300], cname[300];
     snprintf(hname, sizeof hname, "%s.h", pre);
@@ -1337,6 +1636,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
                                     .lower = {fig.lower[0], fig.lower[1]}},
                       &ss);
     put_header(&cpu, &h, &fig);
+    if (cpu.dist)
+        put_dist_header(&cpu, &h);
     put(&c, "/* %s — generated by dlc %s from %s; do not edit.\n *\n"
             " * One function per op (its IR in a comment above it, its .dl line in a\n"
             " * #line directive), the functions that run them in order, then the API\n"
@@ -1384,6 +1685,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put(&c, "    NULL, /* no op: ISO C has no empty array */\n");
     put(&c, "};\n");
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL, cpu.step ? &ss : NULL, &fig);
+    if (cpu.dist)
+        put_dist(&cpu, &c, &st);
     if (is_classifier(cpu.infer, cpu.train) && f64) {
         put_check(&cpu, &c);
         put(&h, "\n/* The network in f64, for the gradient check of a generated program. */\n"

@@ -627,7 +627,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        table.forward = cuda_forward;\n        table.tensor = cuda_tensor;\n"
         "        table.save = cuda_save;\n        table.load = cuda_load;\n"
         "        table.check = NULL;\n"
-        "        table.freeze = NULL; /* the CPU's packing of weights; the GPU's kernels read them as stored */\n", p, p);
+        "        table.freeze = NULL; /* the CPU's packing of weights; the GPU's kernels read them as stored */\n"
+        "        table.train_step_dist = NULL; /* no distributed step on the GPU yet (docs/distributed.md) */\n", p, p);
     if (tn && loss)
         put(&o, "        table.train_step = cuda_train_step;\n        table.gradients = cuda_gradients;\n"
                 "        table.gradient = cuda_gradient;\n");

@@ -9,7 +9,8 @@
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
  *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
  *                  [--lr X] [--clip X]
- *   ./lenet5 info [--batch N]
+ *   ./lenet5 info [--batch N] [--ranks K]
+ *   mpirun -np K ./lenet5 train ... [--timeout S]   (distributed.c)
  *   every command: [--device cpu|cuda] [--threads N] [--report FILE.json]
  *
  * The generated code hands dlrt_main a DlrtModel: what it knows of the
@@ -56,6 +57,34 @@ static double plan_mib(DlrtPlanSize size, int64_t batch) {
     return (double)plan_bytes(size, batch) / (1 << 20);
 }
 
+/* info --ranks K: the gradient buckets of data-parallel training, and what
+ * each rank sends of them per step (docs/distributed.md). */
+static void bucket_plan(const DlrtModel *m, int64_t ranks) {
+    printf("\ndata-parallel training on %lld ranks (mpirun -np %lld): ", (long long)ranks,
+           (long long)ranks);
+    if (!m->train_step_dist) {
+        printf("this network has no distributed step\n");
+        return;
+    }
+    printf("gradients of %.1f KiB in %d bucket%s, each summed as soon as the backward pass "
+           "completes it\n", (double)m->grad_floats * 4 / 1024, m->nbuckets,
+           m->nbuckets == 1 ? "" : "s");
+    printf("  bucket        KiB  per rank KiB  complete after                               "
+           "gradients\n");
+    for (int b = 0; b < m->nbuckets; b++) {
+        const DlrtBucket *k = &m->buckets[b];
+        double kib = (double)k->count * 4 / 1024;
+        printf("  %6d %10.1f %13.1f  %-44s %s\n", b, kib, kib / (double)ranks, k->after,
+               k->tensors);
+    }
+    /* a reduce-scatter and an all-gather: 2 (K - 1) / K of the buffer out
+       and in, in 2 (K - 1) messages per bucket */
+    printf("per step, each rank sends and receives %.1f KiB in %lld messages%s\n",
+           (double)m->grad_floats * 4 / 1024 * 2 * (double)(ranks - 1) / (double)ranks,
+           (long long)(2 * (ranks - 1) * m->nbuckets),
+           ranks > 1 ? "" : " (one rank: none)");
+}
+
 static int info(const DlrtModel *m, const Options *o) {
     double start = dlrt_clock();
     printf("network %s (from %s)\ninput [", m->name, m->source);
@@ -94,6 +123,8 @@ static int info(const DlrtModel *m, const Options *o) {
            "%.1f MiB live at once at most\n", plan_mib(m->arena, o->batch),
            plan_mib(m->naive, o->batch), plan_mib(m->lower_bound, o->batch));
     printf("compiled by: %s\n", m->dlc ? m->dlc : "dlc (version not recorded)");
+    if (o->ranks > 0)
+        bucket_plan(m, o->ranks);
     Report r = dlrt_report_new("info");
     r.seconds = dlrt_clock() - start;
     return dlrt_report_write(m, o, &r) ? 0 : 1;
@@ -131,7 +162,7 @@ static const struct {
     {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE}, {"--mode", BENCH},
     {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
     {"--prime", SAMPLE}, {"--length", SAMPLE}, {"--temperature", SAMPLE},
-    {"--workers", TRAIN | EVAL | BENCH},
+    {"--workers", TRAIN | EVAL | BENCH}, {"--timeout", TRAIN}, {"--ranks", INFO},
 };
 
 /* The train section's data: an IDX folder, a folder of images, a text. */
@@ -189,7 +220,22 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --resume FILE      go on from a checkpoint, at the epoch it records\n"
             "  --log FILE.csv     one line per epoch: losses, accuracy, speed\n"
             "  --weights FILE     eval: the weights to evaluate\n"
-            "  --workers N        images(...): threads decoding images (the CPUs, up to 8)\n"
+            "  --workers N        images(...): threads decoding images (the CPUs, up to 8)\n",
+            m->name, m->name, m->source,
+            m->cuda ? "" : ";\n                     this program was built for the CPU only",
+            (long long)m->batch, MAX_THREADS,
+            (long long)default_threads(), default_data(m) ? " (" : "",
+            default_data(m) ? default_data(m) : "", default_data(m) ? ")" : "",
+            (long long)m->epochs, m->lr, clip, (unsigned long long)m->seed);
+    /* a second literal: ISO C's compilers need take no longer one */
+    fprintf(out,
+            "  --timeout S        under mpirun (mpirun -np K %s train: data-parallel\n"
+            "                     training), the seconds a rank waits for the others\n"
+            "                     before it stops the job (%d)\n"
+            "\n"
+            "info:\n"
+            "  --ranks K          also the gradient buckets of data-parallel training on K\n"
+            "                     ranks\n"
             "\n"
             "predict:\n"
             "  --weights FILE     the weights to classify with\n"
@@ -225,13 +271,7 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --length N         characters to write after it (400)\n"
             "  --temperature X    divides the scores before the softmax, above 0 (1)\n"
             "  --seed N           seed of the draws\n",
-            m->name, m->name, m->source,
-            m->cuda ? "" : ";\n                     this program was built for the CPU only",
-            (long long)m->batch, MAX_THREADS,
-            (long long)default_threads(), default_data(m) ? " (" : "",
-            default_data(m) ? default_data(m) : "", default_data(m) ? ")" : "",
-            (long long)m->epochs, m->lr, clip, (unsigned long long)m->seed,
-            DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
+            m->name, DLRT_DIST_TIMEOUT, DLRT_GRADCHECK_BATCH, DLRT_CHECK_TOLERANCE);
     return out == stdout ? 0 : 2;
 }
 
@@ -260,6 +300,7 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
         {"--limit", 1, INT64_MAX, &o->limit}, {"--iters", 1, 1000000, &o->iters},
         {"--warmup", 0, 1000000, &o->warmup}, {"--threads", 1, MAX_THREADS, &o->threads},
         {"--length", 0, 100000000, &o->length}, {"--workers", 1, 1024, &o->workers},
+        {"--ranks", 1, 1 << 20, &o->ranks},
     };
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
         if (strcmp(flag, counts[k].name) == 0)
@@ -302,6 +343,14 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
             return false;
         }
         o->device = value;
+    } else if (strcmp(flag, "--timeout") == 0) {
+        char *end;
+        o->timeout = strtod(value, &end);
+        if (*end || end == value || !(o->timeout > 0) || !(o->timeout <= 1e6)) {
+            fprintf(stderr, "%s: --timeout must be a number of seconds above 0, up to 1e6, not "
+                    "'%s'\n", m->name, value);
+            return false;
+        }
     } else if (strcmp(flag, "--tolerance") == 0) {
         char *end;
         o->tolerance = strtod(value, &end);
@@ -358,6 +407,7 @@ static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char 
                    .prime = "\n", .length = 400, .temperature = 1,
                    .batch = m->batch, .lr = m->lr, .clip = m->clip, .seed = m->seed, .mode = "train",
                    .iters = 100, .warmup = 10, .threads = default_threads(),
+                   .timeout = DLRT_DIST_TIMEOUT,
                    .tolerance = cmd->bit == CHECK ? DLRT_CHECK_TOLERANCE : 1e-3};
     o->inputs = malloc((size_t)argc * sizeof *o->inputs);
     if (!o->inputs) {
@@ -447,7 +497,7 @@ static void json_count(FILE *f, const char *key, long long v) {
 }
 
 Report dlrt_report_new(const char *command) {
-    return (Report){.command = command, .epochs = -1, .images = -1, .train_loss = NAN,
+    return (Report){.command = command, .epochs = -1, .ranks = -1, .images = -1, .train_loss = NAN,
                     .test_loss = NAN, .test_accuracy = NAN, .images_per_second = NAN,
                     .loader_images_per_second = NAN,
                     .median_ms = NAN, .mean_ms = NAN, .min_ms = NAN, .max_ms = NAN,
@@ -474,6 +524,7 @@ bool dlrt_report_write(const DlrtModel *m, const Options *o, const Report *r) {
     json_count(f, "threads", o->threads);
     json_count(f, "batch", o->batch);
     json_count(f, "epochs", r->epochs);
+    json_count(f, "ranks", r->ranks);
     json_count(f, "images", r->images);
     json_number(f, "train_loss", r->train_loss, 9);
     json_number(f, "test_loss", r->test_loss, 9);

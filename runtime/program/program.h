@@ -45,6 +45,9 @@ typedef struct Options {
     bool seed_given;           /* --seed was on the command line */
     bool batch_given;          /* --batch was; without it, gradcheck's batch is
                                   DLRT_GRADCHECK_BATCH, not the train section's */
+    double timeout;            /* train under mpirun: the seconds a rank waits for
+                                  the others before it stops the job */
+    int64_t ranks;             /* info: the ranks to show the bucket plan for */
     double tolerance;          /* gradcheck, check: the largest relative error
                                   that passes */
     const char *prime;         /* sample: the text to start from */
@@ -62,6 +65,7 @@ typedef struct Report {
     const char *device;          /* where it ran; NULL: the table's (dlrt_device_name) */
     const char *mode;            /* bench: "train" or "infer"; else NULL */
     int64_t epochs;              /* train: epochs the weights have seen, resumed ones included */
+    int64_t ranks;               /* train under mpirun: the ranks that trained */
     int64_t images;              /* samples the timed part of the command processed */
     double train_loss, test_loss, test_accuracy;  /* train, eval (train_loss: train) */
     double images_per_second;    /* in the timed part: steps, forward passes */
@@ -173,5 +177,53 @@ DlrtStatus dlrt_images_load_file(const DlrtModel *m, const char *path, DlrtDatas
 /* The class names of a checkpoint's metadata ("classes"), *n of them, or
  * NULL; free(names[0]) then free(names). */
 char **dlrt_images_class_names(const DlrtMeta *meta, int nmeta, int32_t *n);
+
+/* --timeout without the flag: long enough for a checkpoint of a large
+ * network to be written while the other ranks wait, short enough that a
+ * hung job is noticed */
+#define DLRT_DIST_TIMEOUT 120
+
+/* distributed.c: data-parallel training under mpirun (docs/distributed.md).
+ * The one file that calls MPI; a build without MPI compiles the part that
+ * says so. */
+typedef struct DlrtDist {
+    bool on;                   /* launched by mpirun: train runs the distributed step */
+    int rank, size;            /* this process's rank among size (0 of 1 alone) */
+    void *impl;                /* distributed.c's own: MPI's state, the reducer */
+} DlrtDist;
+
+/* Whether a process manager (mpirun) started this process. */
+bool dlrt_dist_launched(void);
+/* Whether this build has MPI. */
+bool dlrt_dist_built(void);
+/* Starts MPI and checks, before training, that every rank runs the same
+ * network (DlrtModel.hash) with the same options, that the network has a
+ * distributed step and that --batch divides among the ranks; 0 to go on,
+ * else the exit status (after a message, from rank 0 where every rank
+ * finds the same).  Close d whatever it returns. */
+int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o);
+/* Ends MPI; a status of 1 (a rank that fails alone: a file it cannot
+ * write) stops the other ranks too (MPI_Abort) rather than leave them
+ * waiting. */
+void dlrt_dist_close(DlrtDist *d, int status);
+/* The rows [lo, hi) that rank `rank` of `size` trains on (or evaluates)
+ * of a batch of n samples where batches hold `batch`: [rank batch / size,
+ * (rank + 1) batch / size), cut to n: the same rows in every batch (a
+ * stateful network's streams stay on their rank), and in an epoch's last,
+ * smaller batch fewer rows, or none, for the last ranks. */
+void dlrt_dist_part(int64_t batch, int64_t n, int rank, int size, int64_t *lo, int64_t *hi);
+/* The reducer of the distributed step: NULL for one rank. */
+const DlrtReducer *dlrt_dist_reducer(DlrtDist *d);
+/* Before each training step (1-based, counted in this run): the tests'
+ * DLRT_DIST_FAULT, and the step's messages. */
+void dlrt_dist_fault(const DlrtDist *d, int64_t step);
+void dlrt_dist_step(DlrtDist *d, int64_t step);
+/* Replaces the n values of v by their sums over the ranks, added in rank
+ * order (the same on every rank); `what` names them if a rank does not
+ * answer within --timeout, which stops the job. */
+void dlrt_dist_sum(DlrtDist *d, double *v, int n, const char *what);
+/* Whether every rank holds the same parameters and buffers (a checksum of
+ * each rank's, compared); false after rank 0's message. */
+bool dlrt_dist_same_weights(DlrtDist *d, const DlrtModel *m, void *net);
 
 #endif /* DLRT_PROGRAM_H */

@@ -22,6 +22,11 @@
  * exception: a cosine schedule anneals to the end of the current run
  * (epochs completed + --epochs), so a run split in two follows another
  * curve than one run would.
+ *
+ * Under mpirun (distributed.c) each rank trains on its part of every batch
+ * with the network's distributed step, evaluates its part of every test
+ * batch, and the sums of losses and counts are taken over the ranks; rank
+ * 0 alone prints, logs, reports and saves checkpoints.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -73,7 +78,7 @@ static int64_t next_batch(DlrtBatcher *b, DlrtLoader *loader, float *x, int32_t 
  * over every step's prediction. */
 static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
                            DlrtLoader *loader, int64_t batch, float *x, int32_t *y,
-                           float *logits, Scores *s, DlrtError *err) {
+                           float *logits, DlrtDist *dist, Scores *s, DlrtError *err) {
     DlrtBatcher b = {0};
     DlrtStatus st = m->freeze ? m->freeze(net, err) : DLRT_OK; /* until the next step */
     if (st == DLRT_OK && loader)
@@ -88,18 +93,31 @@ static DlrtStatus evaluate(const DlrtModel *m, void *net, const DlrtDataset *ds,
     *s = (Scores){0};
     int64_t n;
     while ((n = next_batch(&b, loader, x, y, err)) > 0) {
+        /* under mpirun, this rank's part of the batch */
+        int64_t lo = 0, hi = n, steps = dlrt_label_steps(m);
+        if (dist && dist->on)
+            dlrt_dist_part(batch, n, dist->rank, dist->size, &lo, &hi);
+        if (hi == lo)
+            continue;
         double t0 = dlrt_clock();
-        if ((st = m->forward(net, n, x, logits, err)) != DLRT_OK)
+        if ((st = m->forward(net, hi - lo, x + lo * m->input_size, logits, err)) != DLRT_OK)
             break;
         s->seconds += dlrt_clock() - t0;
-        int64_t rows = n * dlrt_label_steps(m);
-        total += dlrt_cross_entropy(logits, y, rows, m->classes, NULL) * (double)rows;
-        s->correct += dlrt_count_correct(logits, y, rows, m->classes);
+        int64_t rows = (hi - lo) * steps;
+        total += dlrt_cross_entropy(logits, y + lo * steps, rows, m->classes, NULL) * (double)rows;
+        s->correct += dlrt_count_correct(logits, y + lo * steps, rows, m->classes);
         s->count += rows;
     }
     if (n < 0)
         st = err->status;
     dlrt_batcher_free(&b);
+    if (st == DLRT_OK && dist && dist->on) { /* every rank's sums */
+        double sums[3] = {total, (double)s->correct, (double)s->count};
+        dlrt_dist_sum(dist, sums, 3, "the test loss");
+        total = sums[0];
+        s->correct = (int64_t)sums[1];
+        s->count = (int64_t)sums[2];
+    }
     s->loss = s->count ? total / (double)s->count : 0;
     s->accuracy = s->count ? (double)s->correct / (double)s->count : 0;
     return st;
@@ -139,6 +157,9 @@ typedef struct Trainer {
     bool tty;               /* progress bars on standard error */
     FILE *log;
     DlrtError err;
+    DlrtDist dist;          /* under mpirun: this rank and the reducer */
+    bool lead;              /* this process prints, logs and saves: rank 0 */
+    int64_t steps_done;     /* training steps of this run, for DLRT_DIST_FAULT */
 } Trainer;
 
 static void trainer_free(Trainer *t) {
@@ -176,9 +197,10 @@ static bool synthetic_splits(Trainer *t) {
     const DlrtModel *m = t->m;
     int64_t count = t->o->limit > 0 && t->o->limit < SYNTHETIC_TRAIN ? t->o->limit : SYNTHETIC_TRAIN;
     int64_t tests = count / 4 > 0 ? count / 4 : 1;
-    fprintf(stderr, "%s: warning: no dataset (no --data, and the train section names none): "
-            "training on %lld random samples of the input's shape, testing on %lld; the "
-            "accuracy means nothing\n", m->name, (long long)count, (long long)tests);
+    if (t->lead)
+        fprintf(stderr, "%s: warning: no dataset (no --data, and the train section names none): "
+                "training on %lld random samples of the input's shape, testing on %lld; the "
+                "accuracy means nothing\n", m->name, (long long)count, (long long)tests);
     if (dlrt_dataset_synthetic(&t->train, count, m->rank, m->dims, (int32_t)m->classes,
                                t->o->seed ^ 0x7472616e, &t->err) != DLRT_OK ||
         dlrt_dataset_synthetic(&t->test, tests, m->rank, m->dims, (int32_t)m->classes,
@@ -327,6 +349,9 @@ static bool start(Trainer *t) {
     dlrt_apply_clip(m, t->net, o);
     if (o->resume && !resume(t))
         return false;
+    /* the same seed, or the same checkpoint: the same weights everywhere */
+    if (t->dist.on && !dlrt_dist_same_weights(&t->dist, m, t->net))
+        return false;
     /* a language model's text, in the vocabulary of the run it continues */
     if (m->vocab > 0 && o->data && !text_splits(t, o->data, t->vocab.size > 0))
         return false;
@@ -348,8 +373,8 @@ static bool start(Trainer *t) {
         }
         dlrt_batcher_start_epoch(&t->batcher, t->first);
     }
-    t->tty = isatty(fileno(stderr));
-    if (o->log) {
+    t->tty = t->lead && isatty(fileno(stderr));
+    if (o->log && t->lead) {
         t->log = fopen(o->log, "w");
         if (!t->log) {
             fprintf(stderr, "%s: cannot write the log '%s': %s\n", m->name, o->log,
@@ -395,6 +420,24 @@ typedef struct EpochResult {
     double seconds;   /* in training steps */
 } EpochResult;
 
+/* One step of a rank under mpirun on its part of the batch of n in t->x
+ * and t->y; *loss is the batch's mean loss, summed over the ranks. */
+static bool dist_step(Trainer *t, int64_t n, double lr, float *loss) {
+    const DlrtModel *m = t->m;
+    int64_t lo, hi, steps = dlrt_label_steps(m);
+    dlrt_dist_part(t->o->batch, n, t->dist.rank, t->dist.size, &lo, &hi);
+    dlrt_dist_fault(&t->dist, ++t->steps_done);
+    dlrt_dist_step(&t->dist, t->steps_done);
+    float part;
+    if (m->train_step_dist(t->net, hi - lo, n, t->x + lo * m->input_size, t->y + lo * steps,
+                           (float)lr, &part, dlrt_dist_reducer(&t->dist), &t->err) != DLRT_OK)
+        return false;
+    double sum = part; /* this rank's share of the mean */
+    dlrt_dist_sum(&t->dist, &sum, 1, "the training loss");
+    *loss = (float)sum;
+    return true;
+}
+
 /* Trains epoch e over the batcher's order; false after a message. */
 static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
     const DlrtModel *m = t->m;
@@ -405,7 +448,8 @@ static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
     while ((n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
         float loss;
         double lr = schedule(m, t->o->lr, e, step, t->steps, t->end);
-        if (m->train_step(t->net, n, t->x, t->y, (float)lr, &loss, &t->err) != DLRT_OK) {
+        if (t->dist.on ? !dist_step(t, n, lr, &loss)
+                       : m->train_step(t->net, n, t->x, t->y, (float)lr, &loss, &t->err) != DLRT_OK) {
             fprintf(stderr, "%s: %s\n", m->name, t->err.message);
             return false;
         }
@@ -470,13 +514,17 @@ static int run(Trainer *t, double begin) {
         Scores s;
         if (!train_epoch(t, e, &er))
             return 1;
-        if (evaluate(m, t->net, &t->test, t->img.val_loader, o->batch, t->x, t->y, t->logits, &s,
-                     &t->err) != DLRT_OK) {
+        if (evaluate(m, t->net, &t->test, t->img.val_loader, o->batch, t->x, t->y, t->logits,
+                     &t->dist, &s, &t->err) != DLRT_OK) {
             fprintf(stderr, "%s: %s\n", m->name, t->err.message);
             return 1;
         }
+        if (t->dist.on && !dlrt_dist_same_weights(&t->dist, m, t->net))
+            return 1;
         double ips = (double)er.samples / (er.seconds > 0 ? er.seconds : 1e-9);
-        if (m->vocab > 0 && m->steps > 1) /* a language model: per character */
+        if (!t->lead)
+            ; /* rank 0 speaks for every rank */
+        else if (m->vocab > 0 && m->steps > 1) /* a language model: per character */
             printf("epoch %lld/%lld: train loss %.4f, validation loss %.4f (%.4f bits per "
                    "character), accuracy %.4f, %.0f characters/s\n", (long long)e + 1,
                    (long long)t->end, er.loss, s.loss, s.loss / log(2), s.accuracy,
@@ -490,7 +538,7 @@ static int run(Trainer *t, double begin) {
             fprintf(t->log, "%lld,%.9g,%.9g,%.9g,%.6g,%.6g\n", (long long)e + 1, er.loss, s.loss,
                     s.accuracy, er.seconds, ips);
         /* after every epoch, so that an interrupted run loses one at most */
-        if (o->save && !save_checkpoint(t, e + 1))
+        if (o->save && t->lead && !save_checkpoint(t, e + 1))
             return 1;
         train_seconds += er.seconds;
         images += er.samples;
@@ -499,16 +547,26 @@ static int run(Trainer *t, double begin) {
         r.test_accuracy = s.accuracy;
     }
     r.epochs = t->end;
+    if (t->dist.on)
+        r.ranks = t->dist.size;
     r.images = images;
     r.images_per_second = (double)images / (train_seconds > 0 ? train_seconds : 1e-9);
     r.seconds = dlrt_clock() - begin;
-    return dlrt_report_write(m, o, &r) ? 0 : 1;
+    return !t->lead || dlrt_report_write(m, o, &r) ? 0 : 1;
 }
 
 int dlrt_train_command(const DlrtModel *m, const Options *o) {
     double begin = dlrt_clock();
-    Trainer t = {.m = m, .o = o};
+    Trainer t = {.m = m, .o = o, .lead = true};
     int status = 1;
+    if (dlrt_dist_launched()) { /* mpirun -np K */
+        if ((status = dlrt_dist_open(&t.dist, m, o)) != 0) {
+            dlrt_dist_close(&t.dist, status);
+            return status;
+        }
+        t.lead = t.dist.rank == 0;
+        status = 1;
+    }
     if (load_splits(&t) && alloc_batch(m, o->batch, &t.x, &t.y, &t.logits) && start(&t))
         status = run(&t, begin);
     if (t.log && fclose(t.log) != 0 && status == 0) {
@@ -516,6 +574,7 @@ int dlrt_train_command(const DlrtModel *m, const Options *o) {
         status = 1;
     }
     trainer_free(&t);
+    dlrt_dist_close(&t.dist, status);
     return status;
 }
 
@@ -552,8 +611,8 @@ int dlrt_eval_command(const DlrtModel *m, const Options *o) {
     } else
         ok = check_data(m, &t.test, "test", &t.err);
     if (ok && alloc_batch(m, o->batch, &t.x, &t.y, &t.logits)) {
-        if (evaluate(m, t.net, &t.test, t.img.val_loader, o->batch, t.x, t.y, t.logits, &s,
-                     &t.err) != DLRT_OK) {
+        if (evaluate(m, t.net, &t.test, t.img.val_loader, o->batch, t.x, t.y, t.logits, NULL,
+                     &s, &t.err) != DLRT_OK) {
             fprintf(stderr, "%s: %s\n", m->name, t.err.message);
         } else {
             if (m->vocab > 0 && m->steps > 1)
