@@ -59,6 +59,13 @@ bool dlc_pass_layout(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
  * time in cycles, or 0 where no block fits the model. */
 double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
                              int64_t *rows, int64_t *cols);
+/* The same model's time for the block of nv registers of b filters by pb
+ * positions, or 0 where it is not a legal block (nv not dividing the
+ * filters' blocks, pb past the row, too many registers); the weights'
+ * share of L2 is not checked (the autotuner, codegen/cpu/autotune.c, times
+ * every legal block). */
+double dlc_tile_blocked_block(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
+                              int64_t nv, int64_t pb);
 
 /* tile.c: the CPU dlc runs on (caches from sysconf, vector width from
  * cpuid), and --target-cpu's "l1=32K,l2=1M,vector=32,registers=16" over

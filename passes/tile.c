@@ -454,8 +454,8 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
  * block's weights for the whole sum (cb-channel blocks x taps x nv * b)
  * stream from L2, as filter lanes' do (choose_filter_lanes), so they must
  * fit half of it.  Every store is a whole register. */
-double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
-                             int64_t *rows, int64_t *cols) {
+double dlc_tile_blocked_block(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
+                              int64_t nv, int64_t pb) {
     const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
                   *pad = dlc_attr_pair(op, DLC_A_PAD);
     const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
@@ -464,22 +464,33 @@ double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, 
     int64_t oh = y->dims[1], ow = y->dims[2];
     if (k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1 && pad[0] == 0 && pad[1] == 0)
         ow *= oh, oh = 1;
+    int64_t regs = nv * b / lanes; /* registers of the target a row of filters takes */
+    if (nv < 1 || nv > cob || cob % nv || pb < 1 || pb > ow ||
+        regs * pb + regs + 1 > t->registers)
+        return 0;
+    int64_t nxb = (ow + pb - 1) / pb, pbt = ow - (nxb - 1) * pb;
+    double in = (double)(nv * pb) / (double)(nv + pb);
+    double in_tail = (double)(nv * pbt) / (double)(nv + pbt);
+    int64_t per_block = cob * b * taps; /* multiply-adds a position */
+    return (double)oh * ((double)(nxb - 1) * block_time(per_block * pb, in, lanes, 0) +
+                         block_time(per_block * pbt, in_tail, lanes, 0)) +
+           (double)(cob * b * oh * ow / lanes);
+}
+
+double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
+                             int64_t *rows, int64_t *cols) {
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL);
+    const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
+    int64_t cob = (y->dims[0] + b - 1) / b;
+    int64_t taps = (x->dims[0] + cb - 1) / cb * cb * k[0] * k[1];
     double best = 0;
     for (int64_t nv = 1; nv <= 8 && nv <= cob; nv++) {
-        if (cob % nv || 4 * taps * nv * b > t->l2 / 2)
+        if (4 * taps * nv * b > t->l2 / 2)
             continue;
-        int64_t regs = nv * b / lanes; /* registers of the target a row of filters takes */
-        for (int64_t pb = 1; pb <= ow; pb++) {
-            if (regs * pb + regs + 1 > t->registers)
+        for (int64_t pb = 1;; pb++) {
+            double time = dlc_tile_blocked_block(op, t, b, cb, nv, pb);
+            if (time == 0)
                 break;
-            int64_t nxb = (ow + pb - 1) / pb, pbt = ow - (nxb - 1) * pb;
-            double in = (double)(nv * pb) / (double)(nv + pb);
-            double in_tail = (double)(nv * pbt) / (double)(nv + pbt);
-            int64_t per_block = cob * b * taps; /* multiply-adds a position */
-            double time = (double)oh * ((double)(nxb - 1) *
-                                            block_time(per_block * pb, in, lanes, 0) +
-                                        block_time(per_block * pbt, in_tail, lanes, 0)) +
-                          (double)(cob * b * oh * ow / lanes);
             if (best == 0 || time < best)
                 best = time, *rows = nv * b, *cols = pb;
         }
