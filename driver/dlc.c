@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../codegen/codegen.h"
@@ -486,19 +485,6 @@ static bool dlc_make_dir(DlcCtx *ctx, const char *dir) {
     return false;
 }
 
-/* Runs argv (no shell), returning whether it exited with status 0. */
-static bool run_command(char *const *argv) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp(argv[0], argv);
-        fprintf(stderr, "dlc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int status;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-           WEXITSTATUS(status) == 0;
-}
-
 /* Appends the words of a space-separated list to argv. */
 static int add_words(char **argv, int n, int max, char *list) {
     for (char *w = strtok(list, " "); w && n < max - 1; w = strtok(NULL, " "))
@@ -598,7 +584,8 @@ static bool autotune(DlcCtx *ctx, DlcModule *m, const Options *o, const DlcTarge
     lib[library_argv(lib, 0, libs, &rp, NULL)] = NULL;
     DlcAutotuneOptions opt = {.cache = o->autotune, .cpu = o->pass.cpu,
                               .cc = (const char *const *)cc, .libs = (const char *const *)lib};
-    return target->autotune(ctx, m, &opt);
+    /* the verifier checks the tiles a cache file gave (check_tile) */
+    return target->autotune(ctx, m, &opt) && dlc_verify(ctx, m);
 }
 
 /* --emit=exe: the C target into a temporary folder, a main that calls
@@ -693,7 +680,7 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
         argv[n++] = "-o";
         argv[n++] = tmp_out;
         argv[n] = NULL;
-        ok = run_command(argv);
+        ok = dlc_run(argv, NULL);
         if (!ok)
             dlc_error(ctx, DLC_NOLOC, "the C compiler '%s' failed on the generated code (%s)", cc,
                       cfile);

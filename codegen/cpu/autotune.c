@@ -37,10 +37,8 @@
  * Preconditions: the module has been through the CPU pipeline (layout and
  * tile set the tiles). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../codegen.h"
@@ -72,6 +70,9 @@ typedef struct Tune {
     double model_us, best_us;                  /* the times of model and best */
     bool known;                                /* from the cache, or measured */
     bool measured;                             /* in this run */
+    int same;                                  /* 1 + the index of an earlier op of
+                                                  the same signature, whose
+                                                  measurement it shares; 0: none */
 } Tune;
 
 /* ---- the machine's identity ------------------------------------------------ */
@@ -84,25 +85,6 @@ static const char *word(DlcArena *a, const char *s) {
         if (*p == ' ' || *p == '\t')
             *p = '_';
     return *w ? w : "unknown";
-}
-
-/* Runs argv (no shell) with its standard output into out (NULL: as it is);
- * whether it exited with status 0. */
-static bool run(char *const *argv, const char *out) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (out) {
-            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-            if (fd < 0 || dup2(fd, 1) < 0)
-                _exit(127);
-        }
-        execvp(argv[0], argv);
-        fprintf(stderr, "dlc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int status;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-           WEXITSTATUS(status) == 0;
 }
 
 /* The first line of path that starts with prefix, after the prefix, or of
@@ -428,14 +410,14 @@ static bool measure(DlcCtx *ctx, DlcArena *a, const DlcAutotuneOptions *opt, con
         argv[n++] = "-o";
         argv[n++] = (char *)exe;
         argv[n] = NULL;
-        ok = run(argv, NULL);
+        ok = dlc_run(argv, NULL);
         if (!ok)
             dlc_error(ctx, DLC_NOLOC, "--autotune: the C compiler '%s' failed on the timing "
                       "program", opt->cc[0]);
     }
     if (ok) {
         char *argv[] = {(char *)exe, (char *)times, NULL};
-        ok = run(argv, NULL);
+        ok = dlc_run(argv, NULL);
         if (!ok)
             dlc_error(ctx, DLC_NOLOC, "--autotune: the timing program failed");
     }
@@ -472,7 +454,7 @@ bool dlc_cpu_autotune(DlcCtx *ctx, DlcModule *m, const DlcAutotuneOptions *opt) 
     }
     const char *version = dlc_arena_printf(&a, "%s/cc-version", dir);
     char *argv[] = {(char *)opt->cc[0], "--version", NULL};
-    const char *cc = run(argv, version) ? line_of(&a, version, "") : "unknown";
+    const char *cc = dlc_run(argv, version) ? line_of(&a, version, "") : "unknown";
     unlink(version);
     const char *cpu = line_of(&a, "/proc/cpuinfo", "model name");
     int threads = default_threads();
@@ -507,22 +489,23 @@ bool dlc_cpu_autotune(DlcCtx *ctx, DlcModule *m, const DlcAutotuneOptions *opt) 
         /* an op whose signature an earlier one has shares its measurement */
         for (int j = 0; j < i && !u[i].known; j++)
             if (!u[j].known && strcmp(u[i].sig, u[j].sig) == 0)
-                u[i].known = true, u[i].best[0] = -1 - j; /* filled in below */
+                u[i].known = true, u[i].same = j + 1;
         if (!u[i].known) {
             candidates(&u[i], &t);
             missing++;
         }
     }
-    fprintf(stderr, "dlc: autotune: %d blocked convolutions, %d measured, cache '%s'\n", nu,
-            missing, opt->cache);
+    if (ok)
+        fprintf(stderr, "dlc: autotune: %d blocked convolutions, %d measured, cache '%s'\n",
+                nu, missing, opt->cache);
     if (ok && missing)
         ok = measure(ctx, &a, opt, dir, u, nu);
     rmdir(dir);
     double model = 0, best = 0;
     for (int i = 0; ok && i < nu; i++) {
         Tune *v = &u[i];
-        if (v->best[0] < 0) { /* the same as an earlier op */
-            const Tune *same = &u[-1 - v->best[0]];
+        if (v->same) {
+            const Tune *same = &u[v->same - 1];
             v->best[0] = same->best[0], v->best[1] = same->best[1];
             v->model_us = same->model_us, v->best_us = same->best_us;
         }
