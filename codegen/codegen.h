@@ -6,6 +6,7 @@
 #define DLC_CODEGEN_H
 
 #include "../ir/ir.h"
+#include "../passes/passes.h"
 
 /* How a target writes its files. */
 typedef struct DlcEmitOptions {
@@ -26,6 +27,17 @@ typedef struct DlcEmitOptions {
                              training (--bucket-size); 0 chooses
                              (passes/plan_buckets.h) */
 } DlcEmitOptions;
+
+/* What --autotune tells a target (the driver fills it in). */
+typedef struct DlcAutotuneOptions {
+    const char *cache;      /* the cache file (read if it exists, then rewritten) */
+    DlcTargetCpu cpu;       /* the CPU the passes chose for (--target-cpu over
+                               this one's) */
+    const char *const *cc;  /* the compiler and its flags, as the program's
+                               build runs them, NULL-terminated */
+    const char *const *libs; /* what follows the sources on that command line:
+                                libdlrt and its libraries, NULL-terminated */
+} DlcAutotuneOptions;
 
 typedef struct DlcTarget {
     const char *name;      /* the device, as in --target= ("cpu", "cuda") */
@@ -48,6 +60,11 @@ typedef struct DlcTarget {
     /* Whether arch names an architecture the target generates code for
        (--gpu-arch); NULL for a target that takes none. */
     bool (*arch_ok)(const char *arch);
+    /* --autotune: times candidate register blocks of m's ops on this machine
+       and sets each op's tile to the fastest, through the cache; NULL for a
+       target that has none.  The one entry that changes the module: the
+       driver calls it after the passes and before emit. */
+    bool (*autotune)(DlcCtx *ctx, DlcModule *m, const DlcAutotuneOptions *opt);
 } DlcTarget;
 
 /* codegen.c: the targets, by device name (--target=) or by the --emit=
@@ -61,5 +78,7 @@ extern const DlcTarget dlc_target_nvptx; /* nvptx/nvptx.c */
 /* cpu/cpu.c: the C target's pipeline (after the default one), which the
  * nvptx target shares: both generate code from the same IR. */
 extern const char *const dlc_cpu_passes[];
+/* cpu/autotune.c: the CPU target's autotune. */
+bool dlc_cpu_autotune(DlcCtx *ctx, DlcModule *m, const DlcAutotuneOptions *opt);
 
 #endif /* DLC_CODEGEN_H */

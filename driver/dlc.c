@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../codegen/codegen.h"
@@ -49,6 +48,7 @@ typedef struct Options {
     const DlcTarget *devices[MAX_LIST]; /* --target=: the CPU first, then the others */
     int ndevices;
     DlcPassOptions pass;         /* --mem-budget, --target-cpu */
+    const char *autotune;        /* --autotune's cache file; NULL without it */
 } Options;
 
 static void usage(FILE *out) {
@@ -84,7 +84,10 @@ static void usage(FILE *out) {
         "  --list-ops             list the ops and their arguments and exit\n"
         "  --split-input-file     compile each '// -----' separated part on its own\n"
         "  -x dl|dlir             the input's language (default: from its extension)\n"
-        "  -I DIR                 also look for imported files in DIR\n"
+        "  -I DIR                 also look for imported files in DIR\n",
+        out);
+    /* two strings: ISO C's compilers need take only 4095 characters in one */
+    fputs(
         "  -fno-PASS              leave PASS out of the pipeline (-fno-fuse: every op\n"
         "                         stays separate; -fno-layout: every tensor stays in\n"
         "                         the plain layout; -fno-tile with -fno-layout: every\n"
@@ -92,6 +95,10 @@ static void usage(FILE *out) {
         "  --target-cpu=SPEC      the CPU the layout and tile passes choose for, instead\n"
         "                         of this one: l1=SIZE,l2=SIZE,vector=BYTES,registers=N\n"
         "                         (any of them; SIZE with K or M)\n"
+        "  --autotune[=FILE]      time the candidate register blocks of each blocked\n"
+        "                         convolution on this machine and use the fastest,\n"
+        "                         cached in FILE (default: the output's name and\n"
+        "                         .autotune) for later builds (exe and c)\n"
         "  -fno-plan-memory       give every value of the generated code memory of its\n"
         "                         own, instead of sharing it between values that are\n"
         "                         not live at the same time (for comparison)\n"
@@ -269,8 +276,8 @@ static int take_left_out_passes(int argc, char **argv, char **rest, Options *o) 
 static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
-           OPT_NO_PLAN_MEMORY, OPT_MEM_BUDGET, OPT_BUCKET_SIZE, OPT_TARGET, OPT_GPU_ARCH, OPT_GPU_MATH,
-           OPT_TARGET_CPU };
+           OPT_NO_PLAN_MEMORY, OPT_MEM_BUDGET, OPT_BUCKET_SIZE, OPT_TARGET, OPT_GPU_ARCH,
+           OPT_GPU_MATH, OPT_TARGET_CPU, OPT_AUTOTUNE };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -285,6 +292,7 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"Werror", no_argument, NULL, OPT_WERROR},
         {"fno-plan-memory", no_argument, NULL, OPT_NO_PLAN_MEMORY},
         {"target-cpu", required_argument, NULL, OPT_TARGET_CPU},
+        {"autotune", optional_argument, NULL, OPT_AUTOTUNE},
         {"mem-budget", required_argument, NULL, OPT_MEM_BUDGET},
         {"bucket-size", required_argument, NULL, OPT_BUCKET_SIZE},
         {"target", required_argument, NULL, OPT_TARGET},
@@ -375,6 +383,7 @@ static void parse_options(int argc, char **argv, Options *o) {
             }
             break;
         }
+        case OPT_AUTOTUNE: o->autotune = optarg ? optarg : ""; break;
         case OPT_MEM_BUDGET: o->pass.mem_budget = parse_bytes("--mem-budget", optarg); break;
         case OPT_BUCKET_SIZE:
             o->codegen.bucket_bytes = parse_bytes("--bucket-size", optarg);
@@ -437,6 +446,18 @@ static void parse_options(int argc, char **argv, Options *o) {
         fprintf(stderr, "dlc: error: --emit=c writes files: give their folder with -o DIR\n");
         exit(2);
     }
+    if (o->autotune && o->emit != EMIT_C && o->emit != EMIT_EXE) {
+        fprintf(stderr, "dlc: error: --autotune applies to a program and to --emit=c\n");
+        exit(2);
+    }
+    if (o->autotune && !*o->autotune) { /* beside the output */
+        size_t n = strlen(o->output) + sizeof ".autotune";
+        char *path = malloc(n);
+        if (!path)
+            dlc_unreachable("out of memory");
+        snprintf(path, n, "%s.autotune", o->output);
+        o->autotune = path; /* lives as long as the options */
+    }
     if (o->kind == INPUT_GUESS) {
         size_t n = strlen(o->input);
         o->kind = n > 5 && strcmp(o->input + n - 5, ".dlir") == 0 ? INPUT_DLIR : INPUT_DL;
@@ -474,19 +495,6 @@ static bool dlc_make_dir(DlcCtx *ctx, const char *dir) {
         return true;
     dlc_error(ctx, DLC_NOLOC, "cannot create the folder '%s': %s", dir, strerror(errno));
     return false;
-}
-
-/* Runs argv (no shell), returning whether it exited with status 0. */
-static bool run_command(char *const *argv) {
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp(argv[0], argv);
-        fprintf(stderr, "dlc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int status;
-    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-           WEXITSTATUS(status) == 0;
 }
 
 /* Appends the words of a space-separated list to argv. */
@@ -550,6 +558,46 @@ static bool runtime_paths(DlcCtx *ctx, RuntimePaths *rp) {
         return false;
     }
     return true;
+}
+
+/* The compiler's command line as far as the sources, into argv (of at
+ * least 64), as a program is built: the system C compiler ($CC, else cc)
+ * at -O3 for this CPU, the runtime's flags and header; returns its length.
+ * cflags is the caller's copy of DLC_RUNTIME_CFLAGS, which argv points into. */
+static int compiler_argv(char **argv, char *cflags, const RuntimePaths *rp) {
+    const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
+    argv[0] = (char *)cc, argv[1] = "-std=c11", argv[2] = "-O3", argv[3] = "-march=native";
+    int n = add_words(argv, 4, 64, cflags);
+    argv[n++] = (char *)rp->include;
+    return n;
+}
+
+/* What follows the sources: libdlrt (after libdlrt_program where
+ * program_lib is given) and its libraries, into argv from n; libs is the
+ * caller's copy of DLC_RUNTIME_LIBS.  Returns the new length. */
+static int library_argv(char **argv, int n, char *libs, const RuntimePaths *rp,
+                        const char *program_lib) {
+    if (program_lib)
+        argv[n++] = (char *)program_lib;
+    argv[n++] = (char *)rp->lib;
+    n = add_words(argv, n, 60, libs);
+    argv[n++] = "-lm";
+    return n;
+}
+
+/* --autotune: the target's autotune, with the program's compiler. */
+static bool autotune(DlcCtx *ctx, DlcModule *m, const Options *o, const DlcTarget *target) {
+    RuntimePaths rp;
+    if (!runtime_paths(ctx, &rp))
+        return false;
+    char cflags[] = DLC_RUNTIME_CFLAGS, libs[] = DLC_RUNTIME_LIBS;
+    char *cc[64], *lib[64];
+    cc[compiler_argv(cc, cflags, &rp)] = NULL;
+    lib[library_argv(lib, 0, libs, &rp, NULL)] = NULL;
+    DlcAutotuneOptions opt = {.cache = o->autotune, .cpu = o->pass.cpu,
+                              .cc = (const char *const *)cc, .libs = (const char *const *)lib};
+    /* the verifier checks the tiles a cache file gave (check_tile) */
+    return target->autotune(ctx, m, &opt) && dlc_verify(ctx, m);
 }
 
 /* --emit=exe: the C target into a temporary folder, a main that calls
@@ -631,24 +679,20 @@ static bool build_program(DlcCtx *ctx, const DlcModule *m, const Options *o,
     ok = ok && runtime_paths(ctx, &rp);
     if (ok) {
         char cflags[] = DLC_RUNTIME_CFLAGS, libs[] = DLC_RUNTIME_LIBS;
-        const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-        char *argv[64] = {(char *)cc, "-std=c11", "-O3", "-march=native"};
-        int n = add_words(argv, 4, 64, cflags);
-        argv[n++] = rp.include;
+        char *argv[64];
+        int n = compiler_argv(argv, cflags, &rp);
+        const char *cc = argv[0];
         argv[n++] = inc;
         argv[n++] = cfile;
         argv[n++] = cfile64;
         if (opt->cuda)
             argv[n++] = cudafile;
         argv[n++] = mainfile;
-        argv[n++] = rp.program_lib;
-        argv[n++] = rp.lib;
-        n = add_words(argv, n, 60, libs);
-        argv[n++] = "-lm";
+        n = library_argv(argv, n, libs, &rp, rp.program_lib);
         argv[n++] = "-o";
         argv[n++] = tmp_out;
         argv[n] = NULL;
-        ok = run_command(argv);
+        ok = dlc_run(argv, NULL);
         if (!ok)
             dlc_error(ctx, DLC_NOLOC, "the C compiler '%s' failed on the generated code (%s)", cc,
                       cfile);
@@ -732,12 +776,13 @@ static bool compile_one(DlcCtx *ctx, const Options *o, int file, FILE *out) {
         return false;
     }
     if (target) {
-        bool ok = true;
-        if (o->emit == EMIT_EXE)
+        /* --autotune: the tiles measured, after the passes chose theirs */
+        bool ok = !o->autotune || !target->autotune || autotune(ctx, m, o, target);
+        if (ok && o->emit == EMIT_EXE)
             ok = build_program(ctx, m, o, o->output);
-        else if (target->emit_file)
+        else if (ok && target->emit_file)
             ok = target->emit_file(ctx, m, &o->codegen, o->output ? o->output : "-");
-        else {
+        else if (ok) {
             ok = dlc_make_dir(ctx, o->output);
             for (int i = 0; ok && i < o->ndevices; i++)
                 ok = o->devices[i]->emit(ctx, m, &o->codegen, o->output);

@@ -87,6 +87,10 @@ _Noreturn void dlc_die_(const char *file, int line, const char *fmt, ...)
 /* Reads a whole file (or standard input for "-") into a malloc'd,
  * NUL-terminated buffer.  Returns NULL and sets errno on failure. */
 char *dlc_read_file(const char *path, size_t *size);
+/* Runs argv (no shell), its standard output into the file out (NULL: as
+ * it is), and waits; whether it exited with status 0.  A command that
+ * cannot start says so on standard error. */
+bool dlc_run(char *const *argv, const char *out);
 
 /* ------------------------------------------------------------------------ */
 /* diag.c                                                                   */

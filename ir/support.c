@@ -4,8 +4,11 @@
 #include "ir.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct DlcArenaChunk {
     DlcArenaChunk *next;
@@ -222,4 +225,21 @@ char *dlc_read_file(const char *path, size_t *size) {
     if (size)
         *size = n;
     return buf;
+}
+
+bool dlc_run(char *const *argv, const char *out) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (out) {
+            int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+            if (fd < 0 || dup2(fd, 1) < 0)
+                _exit(127);
+        }
+        execvp(argv[0], argv);
+        fprintf(stderr, "dlc: error: cannot run '%s': %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    int status;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
 }

@@ -53,13 +53,21 @@ bool dlc_pass_step(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_layout(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 
 /* tile.c: the register block of conv2d (f32; grouped by whole blocks of
- * filters, or depthwise) computed in blocks
- * of b channels from a source in blocks of cb (b, or 1: plain), for the
- * layout pass (codegen/cpu/blocked_conv.c computes it): rows filters (whole
- * blocks) by cols positions of a row, in *rows and *cols; its modelled
- * time in cycles, or 0 where no block fits the model. */
+ * filters, or depthwise) computed in blocks of b channels from a source in
+ * blocks of cb (b, or 1: plain), for the layout pass
+ * (codegen/cpu/blocked_conv.c computes it): rows filters (whole blocks) by
+ * cols positions of a row (or, past the row's width, cols / OW whole rows),
+ * in *rows and *cols; its modelled time in cycles, or 0 where no block fits
+ * the model. */
 double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
                              int64_t *rows, int64_t *cols);
+/* The same model's time for the block of nv registers of b filters by pb
+ * positions, or 0 where it is not a legal block (nv not dividing the
+ * filters' blocks or a group's, pb past the row but not whole rows, too
+ * many registers); the weights' share of L2 is not checked (the
+ * autotuner, codegen/cpu/autotune.c, times every legal block). */
+double dlc_tile_blocked_block(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
+                              int64_t nv, int64_t pb);
 
 /* tile.c: the CPU dlc runs on (caches from sysconf, vector width from
  * cpuid), and --target-cpu's "l1=32K,l2=1M,vector=32,registers=16" over

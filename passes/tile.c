@@ -443,19 +443,25 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
 /* ---- blocked layouts --------------------------------------------------------- */
 
 /* conv2d in blocks of b channels (codegen/cpu/blocked_conv.c): nv
- * registers of b filters by pb positions of a row (a 1x1 convolution of
- * stride 1 without padding: of its whole plane), the block that takes the
- * least time among those that fit the registers (nv * pb accumulators, nv
- * loaded weights and a broadcast), in the same model as the padded-width
- * blocks above, each row's last block of the positions left timed at its
- * own intensity.  A block of one register of filters (16 filters on
- * AVX-512) loads an operand or more a multiply-add, but the plain forms
- * are no better there.  A
- * block's weights for the whole sum (cb-channel blocks x taps x nv * b)
- * stream from L2, as filter lanes' do (choose_filter_lanes), so they must
- * fit half of it.  Every store is a whole register. */
-double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
-                             int64_t *rows, int64_t *cols) {
+ * registers of b filters by pb positions, the block that takes the least
+ * time among those that fit the registers (nv * pb accumulators, nv loaded
+ * weights, a broadcast and one to spare), in the same model as the padded-width blocks
+ * above.  Its positions are pb of a row (a 1x1 convolution of stride 1
+ * without padding: of its whole plane), each row's last block taking the
+ * positions left, at its own intensity; or, where pb is a multiple of the
+ * row, pb / OW whole rows, the last block the rows left.  Every block reads
+ * its filters' weights for the whole sum (cb-channel blocks x taps x nv *
+ * b), which must fit half of L2.  Streaming them from L2 once a block is
+ * not in the model: charged at 32 bytes a cycle, it chose blocks of
+ * whole rows on ResNet's 7x7 planes, no faster there (61 GFLOP/s on one
+ * thread either way, against 98 on its 56x56 planes) and slower elsewhere
+ * by --autotune (bench/history.md).  A block of one
+ * register of filters (16 filters on AVX-512) loads an operand or more a
+ * multiply-add, but the plain forms are no better there.  Every store is a
+ * whole register.  0 where the block is not legal: a block of filters stays
+ * within a group of the convolution's, a depthwise one is one register. */
+double dlc_tile_blocked_block(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
+                              int64_t nv, int64_t pb) {
     const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
                   *pad = dlc_attr_pair(op, DLC_A_PAD);
     const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
@@ -467,26 +473,43 @@ double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, 
     int64_t oh = y->dims[1], ow = y->dims[2];
     if (k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1 && pad[0] == 0 && pad[1] == 0)
         ow *= oh, oh = 1;
+    int64_t regs = nv * b / lanes; /* registers of the target a row of filters takes */
+    int64_t rows = pb > ow ? pb / ow : 1;
+    if (nv < 1 || nv > cob || cob % nv || (depthwise && nv > 1) ||
+        (groups > 1 && !depthwise && cog % (nv * b)) || pb < 1 ||
+        (rows > 1 && (pb % ow || rows > oh)) || regs * pb + regs + 2 > t->registers)
+        return 0; /* a register to spare: the blocks that filled all 32 ran at half speed */
+    /* a depthwise block loads a weight and a register of the source a
+       position: its intensity is the same pb / (1 + pb) */
+    int64_t per_position = cob * b * taps; /* multiply-adds */
+    double in = (double)(nv * pb) / (double)(nv + pb), time;
+    if (rows > 1) {
+        int64_t nyb = (oh + rows - 1) / rows, tail = (oh - (nyb - 1) * rows) * ow;
+        double in_tail = (double)(nv * tail) / (double)(nv + tail);
+        time = (double)(nyb - 1) * block_time(per_position * pb, in, lanes, 0) +
+               block_time(per_position * tail, in_tail, lanes, 0);
+    } else {
+        int64_t nxb = (ow + pb - 1) / pb, pbt = ow - (nxb - 1) * pb;
+        double in_tail = (double)(nv * pbt) / (double)(nv + pbt);
+        time = (double)oh * ((double)(nxb - 1) * block_time(per_position * pb, in, lanes, 0) +
+                             block_time(per_position * pbt, in_tail, lanes, 0));
+    }
+    return time + (double)(cob * b * oh * ow / lanes);
+}
+
+double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
+                             int64_t *rows, int64_t *cols) {
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL);
+    const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
+    int64_t cob = (y->dims[0] + b - 1) / b;
+    int64_t taps = (x->dims[0] + cb - 1) / cb * cb * k[0] * k[1];
     double best = 0;
     for (int64_t nv = 1; nv <= 8 && nv <= cob; nv++) {
-        if (cob % nv || 4 * taps * nv * b > t->l2 / 2 || (depthwise && nv > 1) ||
-            (groups > 1 && !depthwise && cog % (nv * b)))
-            continue; /* a block of filters stays within a group */
-        int64_t regs = nv * b / lanes; /* registers of the target a row of filters takes */
-        for (int64_t pb = 1; pb <= ow; pb++) {
-            if (regs * pb + regs + 1 > t->registers)
-                break;
-            int64_t nxb = (ow + pb - 1) / pb, pbt = ow - (nxb - 1) * pb;
-            double in = (double)(nv * pb) / (double)(nv + pb);
-            double in_tail = (double)(nv * pbt) / (double)(nv + pbt);
-            /* multiply-adds a position (a depthwise block loads a weight
-               and a register of the source per position: pb / (1 + pb)) */
-            int64_t per_block = cob * b * taps;
-            double time = (double)oh * ((double)(nxb - 1) *
-                                            block_time(per_block * pb, in, lanes, 0) +
-                                        block_time(per_block * pbt, in_tail, lanes, 0)) +
-                          (double)(cob * b * oh * ow / lanes);
-            if (best == 0 || time < best)
+        if (4 * taps * nv * b > t->l2 / 2)
+            continue;
+        for (int64_t pb = 1; pb <= t->registers; pb++) { /* a register each, at least */
+            double time = dlc_tile_blocked_block(op, t, b, cb, nv, pb);
+            if (time > 0 && (best == 0 || time < best))
                 best = time, *rows = nv * b, *cols = pb;
         }
     }

@@ -68,6 +68,9 @@ typedef struct Blocked {
                                                   filters by pb positions; blocks a row;
                                                   the last one's positions; blocks of
                                                   nv * b filters */
+    int64_t pr, nyb, prt;                      /* rows a block (pb then the row's
+                                                  width), blocks a plane, the last
+                                                  one's rows */
     int64_t xs, ws;                            /* a padded sample's and the packed
                                                   weights' elements (xs 0: no copy) */
     bool row1x1;                               /* a 1x1 convolution run as one row */
@@ -94,10 +97,13 @@ static Blocked blocked(const DlcOp *op) {
     if (g.row1x1) /* the plane as one row */
         g.w *= g.h, g.h = 1, g.ow *= g.oh, g.oh = 1;
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw;
-    if (g.pb > g.ow)
-        g.pb = g.ow;
+    g.pr = 1;
+    if (g.pb > g.ow) /* whole rows */
+        g.pr = g.pb / g.ow < g.oh ? g.pb / g.ow : g.oh, g.pb = g.ow;
     g.nxb = (g.ow + g.pb - 1) / g.pb;
     g.pbt = g.ow - (g.nxb - 1) * g.pb;
+    g.nyb = (g.oh + g.pr - 1) / g.pr;
+    g.prt = g.oh - (g.nyb - 1) * g.pr;
     g.xs = g.ph || g.pw ? round_up(g.cib * g.hp * g.wp * g.cb, 16) : 0;
     g.ws = round_up(g.depthwise ? g.cob * g.b * g.kh * g.kw
                                 : g.cob * g.b * g.cibg * g.cb * g.kh * g.kw, 16);
@@ -154,14 +160,17 @@ void dlc_cpu_blocked_conv_pack(const Emit *e, Out *o, const DlcOp *op, const cha
         (long long)g.fblocks, real);
 }
 
-/* One register block of `pb` positions (a constant) from ox0 of row oy,
- * for the block of filters g, into y: the sum, then the epilogue. */
-static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *real, int64_t pb) {
+/* One register block of `pr` rows of `pb` positions (constants) from ox0
+ * of row oy, for the block of filters g, into y: the sum, then the
+ * epilogue; its position (r, c) is acc[.][r * pb + c]. */
+static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *real, int64_t pr,
+                      int64_t pb) {
+    int64_t n = pr * pb;
     put(o, "                vec acc[NV][%lld];\n"
            "                for (int i = 0; i < NV; i++)\n"
            "                    for (int j = 0; j < %lld; j++)\n"
            "                        acc[i][j] = (vec){0};\n",
-        (long long)pb, (long long)pb);
+        (long long)n, (long long)n);
     if (g->depthwise) /* each lane its channel: a register of the source per tap */
         put(o, "                const %s *x0 = src + (((int64_t)g * HP + oy * SH) * WP + ox0 * SW) * B;\n"
                "                const %s *w0 = wt + (int64_t)g * KH * KW * B;\n"
@@ -170,10 +179,11 @@ static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *rea
                "                        vec wv = *(const vecu *)(w0 + (ky * KW + kx) * B);\n"
                "                        IN_REGISTER(wv);\n"
                "                        const %s *xr = x0 + ((int64_t)ky * DH * WP + kx * DW) * B;\n"
-               "                        for (int j = 0; j < %lld; j++)\n"
-               "                            acc[0][j] += wv * *(const vecu *)(xr + j * SW * B);\n"
+               "                        for (int r = 0; r < %lld; r++)\n"
+               "                            for (int c = 0; c < %lld; c++)\n"
+               "                                acc[0][r * %lld + c] += wv * *(const vecu *)(xr + (r * SH * WP + c * SW) * B);\n"
                "                    }\n",
-            real, real, real, (long long)pb);
+            real, real, real, (long long)pr, (long long)pb, (long long)pb);
     else
         put(o, "                const %s *x0 = src + ((int64_t)oy * SH * WP + ox0 * SW) * CB%s;\n"
                "                const %s *w0 = wt + (int64_t)g * CIBG * KH * KW * CB * FB;\n"
@@ -188,31 +198,34 @@ static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *rea
                "                                    wv[i] = *(const vecu *)(wr + (kx * CB + cl) * FB + i * B);\n"
                "                                    IN_REGISTER(wv[i]);\n"
                "                                }\n"
-               "                                for (int j = 0; j < %lld; j++) {\n"
-               "                                    %s xv = xr[(j * SW + kx * DW) * CB + cl];\n"
-               "                                    for (int i = 0; i < NV; i++)\n"
-               "                                        acc[i][j] += wv[i] * xv;\n"
-               "                                }\n"
+               "                                for (int r = 0; r < %lld; r++)\n"
+               "                                    for (int c = 0; c < %lld; c++) {\n"
+               "                                        %s xv = xr[(r * SH * WP + c * SW + kx * DW) * CB + cl];\n"
+               "                                        for (int i = 0; i < NV; i++)\n"
+               "                                            acc[i][r * %lld + c] += wv[i] * xv;\n"
+               "                                    }\n"
                "                            }\n"
                "                    }\n",
             real, g->grp > 1 ? "\n                    + (int64_t)(g * FB / COG) * CIBG * HP * WP * CB /* its group's */"
                              : "",
-            real, real, real, (long long)pb, real);
+            real, real, real, (long long)pr, (long long)pb, real, (long long)pb);
     DlcOpKind act = dlc_op_fused_activation(op);
     put(o, "                for (int i = 0; i < NV; i++) {\n"
            "                    vec scale = *(const vecu *)(sc + g * FB + i * B);\n"
            "                    vec shift = *(const vecu *)(sh + g * FB + i * B);\n"
            "                    %s *yb = y + (((int64_t)(g * NV + i) * OH + oy) * OW + ox0) * B;\n"
-           "                    for (int j = 0; j < %lld; j++) {\n"
-           "                        vec v = acc[i][j] * scale + shift;\n",
-        real, (long long)pb);
+           "                    for (int r = 0; r < %lld; r++)\n"
+           "                    for (int c = 0; c < %lld; c++) {\n"
+           "                        vec v = acc[i][r * %lld + c] * scale + shift;\n",
+        real, (long long)pr, (long long)pb, (long long)pb);
     if (act == DLC_OP_RELU) /* v < 0 ? 0 : v, NaN kept, as relu_forward */
         put(o, "                        v = (vec)((ivec)v & ~(ivec)(v < (vec){0}));\n");
-    put(o, "                        *(vecu *)(yb + j * B) = v;\n");
+    put(o, "                        %s *yj = yb + (r * OW + c) * B;\n"
+           "                        *(vecu *)yj = v;\n", real);
     if (act != DLC_OP_COUNT && act != DLC_OP_RELU)
         put(o, "                        for (int l = 0; l < B; l++) {\n"
-               "                            %s v = yb[j * B + l];\n"
-               "                            yb[j * B + l] = %s;\n"
+               "                            %s v = yj[l];\n"
+               "                            yj[l] = %s;\n"
                "                        }\n",
             real, dlc_cpu_conv_activation(op, real));
     put(o, "                    }\n"
@@ -224,7 +237,7 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
     bool f64 = e->f64;
     Blocked g = blocked(op);
     int64_t macs = g.co * g.ci * g.kh * g.kw * g.oh * g.ow;
-    int64_t units = g.fblocks * g.oh * g.nxb;
+    int64_t units = g.fblocks * g.nyb * g.nxb;
     e->scratch = dlc_arena_printf(e->arena, "    int64_t w = %lld + %lld * (int64_t)threads;\n",
                                   (long long)g.ws, (long long)g.xs);
     dlc_cpu_put_batchnorm_fold(e, o, op);
@@ -233,13 +246,14 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
            "           HP = %lld, WP = %lld, CO = %lld, B = %lld, COB = %lld, OH = %lld, OW = %lld,\n"
            "           KH = %lld, KW = %lld, SH = %lld, SW = %lld, DH = %lld, DW = %lld,\n"
            "           NV = %lld, FB = NV * B, G = COB / NV, PB = %lld, NXB = %lld, PBT = %lld,\n"
+           "           PR = %lld, NYB = %lld, PRT = %lld,\n"
            "           CIG = %lld, CIBG = %lld, COG = %lld, XS = %lld, WS = %lld, UNITS = %lld };\n",
         (long long)g.ci, (long long)g.cb, (long long)g.cib, (long long)g.h, (long long)g.w,
         (long long)g.ph, (long long)g.pw, (long long)g.hp, (long long)g.wp, (long long)g.co,
         (long long)g.b, (long long)g.cob, (long long)g.oh, (long long)g.ow, (long long)g.kh,
         (long long)g.kw, (long long)g.sh, (long long)g.sw, (long long)g.dh, (long long)g.dw,
         (long long)g.nv, (long long)g.pb, (long long)g.nxb, (long long)g.pbt,
-        (long long)g.cig, (long long)g.cibg, (long long)g.cog, (long long)g.xs,
+        (long long)g.pr, (long long)g.nyb, (long long)g.prt, (long long)g.cig, (long long)g.cibg, (long long)g.cog, (long long)g.xs,
         (long long)g.ws, (long long)units);
     put(o, "    /* a block of B channels, and the same for loads and stores at any element */\n"
            "    typedef %s vec __attribute__((vector_size(B * sizeof(%s))));\n"
@@ -299,12 +313,15 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
             real);
     }
     put(o, "            for (int u = whole ? 0 : UNITS * me / t; u < (whole ? UNITS : UNITS * (me + 1) / t); u++) {\n"
-           "                int g = u / (OH * NXB), oy = u / NXB %% OH, xb = u %% NXB, ox0 = xb * PB;\n"
-           "                if (xb < NXB - 1 || PBT == PB) {\n");
-    put_block(o, op, &g, real, g.pb);
+           "                int g = u / (NYB * NXB), yb = u / NXB %% NYB, xb = u %% NXB;\n"
+           "                int oy = yb * PR, ox0 = xb * PB;\n"
+           "                if ((xb < NXB - 1 || PBT == PB) && (yb < NYB - 1 || PRT == PR)) {\n");
+    put_block(o, op, &g, real, g.pr, g.pb);
     put(o, "                } else {\n");
-    if (g.pbt != g.pb)
-        put_block(o, op, &g, real, g.pbt);
+    if (g.pbt != g.pb) /* a row's last positions */
+        put_block(o, op, &g, real, 1, g.pbt);
+    else if (g.prt != g.pr) /* a plane's last rows */
+        put_block(o, op, &g, real, g.prt, g.pb);
     put(o, "                }\n"
            "            }\n");
     if (g.xs)

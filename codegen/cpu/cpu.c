@@ -365,6 +365,16 @@ static OpFunction op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const ch
                         .state = e.state};
 }
 
+const char *dlc_cpu_op_function(DlcCtx *ctx, DlcArena *arena, Out *o, const DlcOp *op, int k,
+                                const char *tag, const char **scratch) {
+    Cpu cpu = {.ctx = ctx, .real = "float", .k = "", .ok = true};
+    OpFunction fn = op_function(&cpu, o, op, k, tag);
+    const char *name = dlc_arena_strdup(arena, fn.name);
+    *scratch = cpu.nscratch ? dlc_arena_strdup(arena, cpu.scratch[0]) : NULL;
+    dlc_arena_free(&cpu.arena);
+    return name;
+}
+
 /* An op's share of net->packed (NAME_freeze): its packed weights, rounded
  * up to whole cache lines, so that each op's weights start on a line as
  * the buffer does (dlrt_alloc); 0 for an op that packs none. */
@@ -1731,4 +1741,5 @@ const DlcTarget dlc_target_cpu = {
     .passes = dlc_cpu_passes,
     .emit = cpu_emit,
     .is_program = cpu_is_program,
+    .autotune = dlc_cpu_autotune,
 };

@@ -81,6 +81,16 @@ const char *dlc_cpu_weight(Emit *e, const DlcOp *op);
  * library's convolution and dlc's own loops alike. */
 void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op);
 
+/* ---- cpu.c: one op's function alone, for autotune.c ------------------- */
+
+/* Writes op's function (and its packing function, if it has one) into o,
+ * f32, exactly as NAME.c has it but named after tag instead of the
+ * network's ("infer": infer_opK_NAME); returns the name, in arena, and in
+ * *scratch the statements that set its scratch `w` (Emit.scratch), or
+ * NULL where it takes none. */
+const char *dlc_cpu_op_function(DlcCtx *ctx, DlcArena *arena, Out *o, const DlcOp *op, int k,
+                                const char *tag, const char **scratch);
+
 /* ---- emit_*.c: one emission function per op, from ir/ops.def ---------- */
 
 /* dlc_cpu_emit_<op> writes the body of op's function into o. */
