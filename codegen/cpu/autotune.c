@@ -4,7 +4,8 @@
  *
  * For each conv2d of the inference network with a layout, the candidates
  * are the legal blocks (nv registers of B filters, nv dividing the
- * filters' blocks, by pb positions of a row) that fit the registers, the
+ * filters' blocks, by pb positions of a row or whole rows) that fit the
+ * registers, the
  * MAX_CANDIDATES best by the model's time, and the op's own tile (the
  * model's choice, or one written in IR text) if it is not among them.
  * One C file holds, for every op not yet in the cache, one function per
