@@ -68,12 +68,9 @@ static bool blockable(const DlcOp *op, int64_t b) {
         if (!t->batched || t->rank != 3 || (op->kind == DLC_OP_CONCAT && t->dims[0] % b))
             return false;
     }
-    if (op->kind == DLC_OP_CONCAT) {
-        int slot = dlc_op_attr_slot(op->kind, DLC_A_AXIS);
-        int64_t axis = op->attrs[slot].i;
-        if (axis != 0 && axis != -3)
-            return false;
-    }
+    if (op->kind == DLC_OP_CONCAT && dlc_attr_int(op, DLC_A_AXIS) != 0 &&
+        dlc_attr_int(op, DLC_A_AXIS) != -3)
+        return false; /* not along the channels */
     return true;
 }
 
@@ -130,12 +127,14 @@ static void layout_network(DlcModule *m, DlcNetwork *net, const DlcTargetCpu *t)
     dlc_map_init(&twins, &m->arena);
     for (int j = 0; j < net->nops; j++) {
         DlcOp *op = net->ops[j];
+        if (op->kind == DLC_OP_REORDER)
+            continue; /* written in IR text: kept as it is */
         int ntensors = op->nin - op->nparams;
         bool returned = false;
         for (int r = 0; r < op->nout; r++)
             returned |= is_output(net, op->out[r]);
         int64_t to = 0, rows = 0, cols = 0;
-        if (returned || op->kind == DLC_OP_REORDER)
+        if (returned)
             to = 0;
         else if (op->kind == DLC_OP_CONV2D) {
             if (dlc_attr_int(op, DLC_A_VECTOR) == 0 && block_conv(op, t, b, &rows, &cols))
@@ -145,8 +144,6 @@ static void layout_network(DlcModule *m, DlcNetwork *net, const DlcTargetCpu *t)
                 if (dlc_value_layout(op->in[i]) == b)
                     to = b;
         }
-        if (op->kind == DLC_OP_REORDER)
-            continue;
         /* the operands this op cannot read as they are: their twins */
         for (int i = 0; i < ntensors; i++) {
             DlcValue *v = op->in[i];

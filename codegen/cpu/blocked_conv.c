@@ -73,7 +73,6 @@ typedef struct Blocked {
                                                   one's rows */
     int64_t xs, ws;                            /* a padded sample's and the packed
                                                   weights' elements (xs 0: no copy) */
-    bool row1x1;                               /* a 1x1 convolution run as one row */
 } Blocked;
 
 static Blocked blocked(const DlcOp *op) {
@@ -93,8 +92,8 @@ static Blocked blocked(const DlcOp *op) {
     g.depthwise = g.grp > 1 && g.cig == 1 && g.cog == 1;
     g.nv = g.depthwise ? 1 : tile[0] / g.b;
     g.fblocks = g.cob / g.nv;
-    g.row1x1 = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0;
-    if (g.row1x1) /* the plane as one row */
+    if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0)
+        /* a 1x1 convolution: its plane as one row */
         g.w *= g.h, g.h = 1, g.ow *= g.oh, g.oh = 1;
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw;
     g.pr = 1;
