@@ -75,7 +75,12 @@ typedef struct Blocked {
                                                   weights' elements (xs 0: no copy) */
 } Blocked;
 
-static Blocked blocked(const DlcOp *op) {
+/* The loops of op, in f32 at the tile's register block.  f64 code (the
+ * gradient check's copy of the network, built for its precision, not its
+ * speed) takes one register of filters by at most 4 positions: the tile's
+ * blocks, twice as wide in doubles, made GCC spend minutes unrolling
+ * them.  The packed weights are the same size either way. */
+static Blocked blocked(const DlcOp *op, bool f64) {
     const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
                   *d = dlc_attr_pair(op, DLC_A_DILATION), *p = dlc_attr_pair(op, DLC_A_PAD),
                   *tile = dlc_attr_pair(op, DLC_A_TILE);
@@ -90,7 +95,9 @@ static Blocked blocked(const DlcOp *op) {
     g.cig = g.ci / g.grp, g.cog = g.co / g.grp;
     g.cibg = (g.cig + g.cb - 1) / g.cb;
     g.depthwise = g.grp > 1 && g.cig == 1 && g.cog == 1;
-    g.nv = g.depthwise ? 1 : tile[0] / g.b;
+    g.nv = g.depthwise || f64 ? 1 : tile[0] / g.b;
+    if (f64 && g.pb > 4)
+        g.pb = 4;
     g.fblocks = g.cob / g.nv;
     if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0)
         /* a 1x1 convolution: its plane as one row */
@@ -113,11 +120,11 @@ bool dlc_cpu_is_blocked_conv(const DlcOp *op) {
     return op->kind == DLC_OP_CONV2D && dlc_attr_int(op, DLC_A_LAYOUT) > 0;
 }
 
-int64_t dlc_cpu_blocked_conv_packed(const DlcOp *op) { return blocked(op).ws; }
+int64_t dlc_cpu_blocked_conv_packed(const DlcOp *op) { return blocked(op, false).ws; }
 
 void dlc_cpu_blocked_conv_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
     const char *real = e->real;
-    Blocked g = blocked(op);
+    Blocked g = blocked(op, e->f64);
     if (g.depthwise) {
         put(o, "\n/* The weights of %s's depthwise convolution a block of B channels at a\n"
                " * time, the channels innermost: wt[cb][ky][kx][l] = w[cb * B + l][0][ky][kx],\n"
@@ -234,7 +241,7 @@ static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *rea
 void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
     const char *real = e->real, *w = dlc_cpu_weight(e, op);
     bool f64 = e->f64;
-    Blocked g = blocked(op);
+    Blocked g = blocked(op, f64);
     int64_t macs = g.co * g.ci * g.kh * g.kw * g.oh * g.ow;
     int64_t units = g.fblocks * g.nyb * g.nxb;
     e->scratch = dlc_arena_printf(e->arena, "    int64_t w = %lld + %lld * (int64_t)threads;\n",

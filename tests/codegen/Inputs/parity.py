@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""parity.py MODEL WORKDIR HARNESS [--clip X]: compares a dlc-generated
+"""parity.py MODEL WORKDIR HARNESS [--clip X | --f64]: compares a dlc-generated
 network with the same network written in PyTorch, on the same weights and
 data.
 
@@ -14,6 +14,10 @@ data.
      and optimizer state (momentum buffer, Adam's moments) afterwards,
      against torch.optim, relative error < 1e-4.  A line "step K clips" or
      "step K does not clip" says whether clipping scaled the gradients.
+
+--f64: the harness is the network's f64 code (dlc --dtype=f64, the
+harness built with -DREAL=double): the weights and inputs are written in
+f64, and only the forward checks run, relative error < 1e-10.
 
 --clip X gives the harness (compiled with -DCLIP) and PyTorch another
 largest norm than the train section's, through NAME_set_clip.
@@ -205,6 +209,7 @@ def main():
     model, work, harness = sys.argv[1:4]
     shapes, forward, lr, optimizer, clip = (MODELS[model] + (sgd_momentum, None))[:5]
     clip_arg = []
+    f64 = sys.argv[4:5] == ["--f64"]
     if sys.argv[4:5] == ["--clip"]:
         clip = float(sys.argv[5])
         clip_arg = [sys.argv[5]]
@@ -218,14 +223,14 @@ def main():
     x = torch.rand(n, 1, 28, 28)
     labels = torch.randint(0, 10, (n,), dtype=torch.int32)
     weights = os.path.join(work, "weights.safetensors")
-    write_safetensors(weights, params)
-    x.numpy().tofile(os.path.join(work, "x.bin"))
+    write_safetensors(weights, {k: v.double() for k, v in params.items()} if f64 else params)
+    (x.double() if f64 else x).numpy().tofile(os.path.join(work, "x.bin"))
     labels.numpy().tofile(os.path.join(work, "labels.bin"))
     passed = failed = 0
 
     def check(what, err):
         nonlocal passed, failed
-        ok = err < 1e-4
+        ok = err < (1e-10 if f64 else 1e-4)
         passed += ok
         failed += not ok
         print(f"{'ok  ' if ok else 'FAIL'} {what}: relative error {err:.2e}")
@@ -233,16 +238,21 @@ def main():
     out = os.path.join(work, "logits.bin")
     subprocess.run([harness, "forward", weights, os.path.join(work, "x.bin"), str(n), out],
                    check=True)
-    got = torch.from_numpy(__import__("numpy").fromfile(out, dtype="float32")).reshape(n, 10)
-    want = forward({k: v.double() for k, v in params.items()}, x.double()).float()
+    real = "float64" if f64 else "float32"
+    got = torch.from_numpy(__import__("numpy").fromfile(out, dtype=real)).reshape(n, 10)
+    want = forward({k: v.double() for k, v in params.items()}, x.double())
+    want = want if f64 else want.float()
     check("forward logits", rel(got, want))
     # fewer samples than threads: the convolutions split each sample among
     # the workers (3 threads: batch 1 in 3 parts, batch 2 in 2 parts each)
     for few in (1, 2):
         subprocess.run([harness, "forward", weights, os.path.join(work, "x.bin"), str(few), out],
                        check=True, env={**os.environ, "OMP_NUM_THREADS": "3"})
-        got = torch.from_numpy(__import__("numpy").fromfile(out, dtype="float32")).reshape(few, 10)
+        got = torch.from_numpy(__import__("numpy").fromfile(out, dtype=real)).reshape(few, 10)
         check(f"forward logits at batch {few} on 3 threads", rel(got, want[:few]))
+    if f64:
+        print(f"{passed} passed, {failed} failed")
+        return 1 if failed else 0
 
     result = os.path.join(work, "trained.safetensors")
     run = subprocess.run([harness, "train", weights, os.path.join(work, "x.bin"),
