@@ -203,6 +203,7 @@ static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *rea
                "                                for (int i = 0; i < NV; i++) {\n"
                "                                    wv[i] = *(const vecu *)(wr + (kx * CB + cl) * FB + i * B);\n"
                "                                    IN_REGISTER(wv[i]);\n"
+               "                                    PREFETCH(wr + (kx * CB + cl) * FB + i * B + 4096 / sizeof *wr); /* 4 KB on */\n"
                "                                }\n"
                "                                for (int r = 0; r < %lld; r++)\n"
                "                                    for (int c = 0; c < %lld; c++) {\n"
@@ -269,6 +270,7 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
         put(o, "    typedef %s ivec __attribute__((vector_size(B * sizeof(%s))));\n",
             f64 ? "long long" : "int", real);
     dlc_cpu_direct_conv_in_register(o, g.b * (f64 ? 8 : 4));
+    dlc_cpu_direct_conv_prefetch(o);
     /* the epilogue's scale and shift per filter, zero for the padding ones */
     put(o, "    %s sc[COB * B], sh[COB * B];\n"
            "    for (int f = 0; f < COB * B; f++) {\n"

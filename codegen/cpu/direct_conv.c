@@ -205,6 +205,19 @@ static void put_prologue(Out *o, const Geometry *g, const char *real) {
     dlc_cpu_direct_conv_in_register(o, g->bytes);
 }
 
+void dlc_cpu_direct_conv_prefetch(Out *o) {
+    /* blocked_conv.c's blocks prefetch the weights they read next: a
+       block of filters' weights stream from L3 or memory once a call at
+       batch 1, and the hardware's prefetchers do not bring them in time
+       (bench/history.md, "Prefetching the weights") */
+    put(o, "#undef PREFETCH\n"
+           "#if defined(__GNUC__)\n"
+           "#define PREFETCH(p) __builtin_prefetch(p)\n"
+           "#else\n"
+           "#define PREFETCH(p) (void)(p)\n"
+           "#endif\n");
+}
+
 void dlc_cpu_direct_conv_in_register(Out *o, int64_t bytes) {
     /* a vector wider than the target's registers (f64 in a block of 16)
        spans several: no single "v" operand holds it */
@@ -425,6 +438,7 @@ static void put_filter_lanes_product(Out *o, const DlcOp *op, const Geometry *g,
            "                            for (int i = 0; i < FB / L; i++) {\n"
            "                                wv[i] = *(const vecu *)(wf + i * L);\n"
            "                                IN_REGISTER(wv[i]);\n"
+
            "                            }\n"
            "                            for (int j = 0; j < PB; j++) {\n"
            "                                %s xv = src[at[j]];\n"

@@ -30,6 +30,9 @@ void dlc_cpu_direct_conv_contract(Out *o, bool begin);
 /* The definition of IN_REGISTER(v) for vectors of `bytes`: the loaded
  * vector v stays in a register (direct_conv.c says why). */
 void dlc_cpu_direct_conv_in_register(Out *o, int64_t bytes);
+/* The definition of PREFETCH(p): a hint to bring p's line into the caches
+ * (nothing where the compiler has no such builtin). */
+void dlc_cpu_direct_conv_prefetch(Out *o);
 /* The value a convolution stores for its sum v after its fused activation,
  * as a C expression of v (and of `slope` or `alpha`, which the body
  * declares): "v" without one. */
