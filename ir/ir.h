@@ -494,6 +494,10 @@ const DlcValue *dlc_op_bias(const DlcOp *op);
  * folded in (batchnorm=true; then bias, running mean and running variance
  * follow it); -1 for any other op. */
 int dlc_op_folded_batchnorm(const DlcOp *op);
+/* Whether a conv2d is 1x1 with stride 1 and no padding: each result
+ * position reads its own source position only, so a blocked kernel runs
+ * over the plane as one row (codegen/cpu/blocked_conv.c, the tile pass). */
+bool dlc_conv_is_pointwise(const DlcOp *op);
 /* Whether op reads value v (as an operand or a parameter). */
 bool dlc_op_reads(const DlcOp *op, const DlcValue *v);
 /* Whether op may write its result over a tensor operand of the same size

@@ -313,6 +313,12 @@ int dlc_op_folded_batchnorm(const DlcOp *op) {
     return dlc_attr_true(op->kind, op->attrs, DLC_A_BATCHNORM) ? op->nin - 4 : -1;
 }
 
+bool dlc_conv_is_pointwise(const DlcOp *op) {
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *p = dlc_attr_pair(op, DLC_A_PAD);
+    return k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1 && p[0] == 0 && p[1] == 0;
+}
+
 bool dlc_op_reads(const DlcOp *op, const DlcValue *v) {
     for (int j = 0; j < op->nin; j++)
         if (op->in[j] == v)

@@ -462,8 +462,7 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
  * within a group of the convolution's, a depthwise one is one register. */
 double dlc_tile_blocked_block(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
                               int64_t nv, int64_t pb) {
-    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
-                  *pad = dlc_attr_pair(op, DLC_A_PAD);
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL);
     const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
     int64_t groups = dlc_attr_int(op, DLC_A_GROUPS), cog = y->dims[0] / groups;
     bool depthwise = groups > 1 && x->dims[0] == groups && cog == 1;
@@ -471,7 +470,7 @@ double dlc_tile_blocked_block(const DlcOp *op, const DlcTargetCpu *t, int64_t b,
     /* source elements per result: a group's channels times the kernel */
     int64_t taps = depthwise ? k[0] * k[1] : (x->dims[0] / groups + cb - 1) / cb * cb * k[0] * k[1];
     int64_t oh = y->dims[1], ow = y->dims[2];
-    if (k[0] == 1 && k[1] == 1 && s[0] == 1 && s[1] == 1 && pad[0] == 0 && pad[1] == 0)
+    if (dlc_conv_is_pointwise(op))
         ow *= oh, oh = 1;
     int64_t regs = nv * b / lanes; /* registers of the target a row of filters takes */
     int64_t rows = pb > ow ? pb / ow : 1;

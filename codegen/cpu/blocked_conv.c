@@ -99,8 +99,7 @@ static Blocked blocked(const DlcOp *op, bool f64) {
     if (f64 && g.pb > 4)
         g.pb = 4;
     g.fblocks = g.cob / g.nv;
-    if (g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.ph == 0 && g.pw == 0)
-        /* a 1x1 convolution: its plane as one row */
+    if (dlc_conv_is_pointwise(op)) /* its plane as one row */
         g.w *= g.h, g.h = 1, g.ow *= g.oh, g.oh = 1;
     g.hp = g.h + 2 * g.ph, g.wp = g.w + 2 * g.pw;
     g.pr = 1;
