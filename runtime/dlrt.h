@@ -465,7 +465,7 @@ void dlrt_epoch_order(int64_t *order, int64_t n, bool shuffle, uint64_t seed, in
 /* safetensors.c                                                            */
 /* ------------------------------------------------------------------------ */
 
-typedef enum DlrtDType { DLRT_F32, DLRT_F64, DLRT_I32, DLRT_I64, DLRT_U8 } DlrtDType;
+typedef enum DlrtDType { DLRT_F32, DLRT_F64, DLRT_I32, DLRT_I64, DLRT_U8, DLRT_I8 } DlrtDType;
 
 #define DLRT_MAX_RANK 6
 
@@ -759,6 +759,54 @@ int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
  * `threads`.  Neither depends on more than r, n and threads. */
 int64_t dlrt_rnn_workspace(const DlrtRnn *r, int64_t n, int threads);
 int64_t dlrt_rnn_backward_workspace(const DlrtRnn *r, int64_t n, int threads);
+/* ---- kernels/int8.c: int8 inference (dlc --quantize=int8) --------------- */
+
+/* An int8 convolution, or a dense layer as a 1x1 convolution of [in,1,1]
+ * to [units,1,1]: x [n,c,h,w] int8, w [f,c/groups,kh,kw] int8, sums in
+ * int32 (exact: c/groups * kh * kw at most 65536). */
+typedef struct DlrtQConv {
+    int64_t c, h, w;        /* the operand's channels, height, width */
+    int64_t f, oh, ow;      /* filters, the result's height and width */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    bool relu;              /* requantized results clamped to 0..127 */
+    bool vnni;              /* the sums by AVX-512 VNNI's vpdpbusd (the
+                               operand biased by 128 to unsigned, the weights'
+                               sums times 128 taken back): the same integers
+                               as the portable loops; only on a CPU that has it */
+} DlrtQConv;
+
+/* One filter's requantization: y = clamp(round((acc + bias) mult /
+ * 2^shift)), the division rounded half to even, clamped to -128..127 (0..127
+ * with relu). */
+typedef struct DlrtRequant {
+    int32_t bias;   /* the f32 bias in units of the sums' scale, rounded half to even */
+    int32_t mult;   /* the multiplier scale_x scale_w / scale_y as mult / 2^shift, */
+    int32_t shift;  /* mult in 2^30..2^31-1 (0 for a multiplier below 2^-62) */
+} DlrtRequant;
+
+/* The requantization of sums of scale acc_scale (scale_x scale_w[f]) with
+ * the bias `bias` into results of scale out_scale, from their doubles:
+ * bias = rint(bias / acc_scale), mult and shift from frexp(acc_scale /
+ * out_scale).  The scales are positive and finite (checkpoints are checked
+ * when loaded). */
+void dlrt_requant_init(double acc_scale, double bias, double out_scale, DlrtRequant *r);
+/* One sum requantized (what dlrt_qconv_s8 does to each). */
+int8_t dlrt_requantize(int32_t acc, const DlrtRequant *r, bool relu);
+/* Bytes of scratch memory dlrt_qconv_s8 needs on `threads` workers (the
+ * weights padded and their sums, a column buffer per worker), at least
+ * 64-byte aligned. */
+size_t dlrt_qconv_s8_work(const DlrtQConv *q, int threads);
+/* The convolution: with rq (one per filter), y [n,f,oh,ow] int8,
+ * requantized; with rq NULL, the sums alone into acc [n,f,oh,ow] int32
+ * (no bias: an f32 result's epilogue is the caller's). */
+void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
+                   const DlrtRequant *rq, int8_t *y, int32_t *acc, void *work, int threads);
+/* Max pooling of int8 tensors (the windows clipped to the plane, as
+ * dlrt_maxpool_forward's; band and relu_grad are not read). */
+void dlrt_maxpool_s8(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y);
+/* Whether this CPU has what DlrtQConv.vnni needs (AVX-512 BW and VNNI). */
+bool dlrt_cpu_has_vnni(void);
+
 /* The kernels, for float and (with the suffix _f64) for double: see
  * dlrt_kernels.h, sectioned by family.  f64 serves gradient checks by
  * finite differences. */

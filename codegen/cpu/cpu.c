@@ -205,7 +205,8 @@ static Figures figures(const DlcMemPlan *a, const DlcMemPlan *b) {
 static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
     switch (v->kind) {
     case DLC_VAL_PARAM:
-        return dlc_arena_printf(&cpu->arena, "(net->params + %lld)",
+        return dlc_arena_printf(&cpu->arena, "%s(net->params + %lld)",
+                                v->type.dtype == DLC_I8 ? "(int8_t *)" : "",
                                 (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1));
     case DLC_VAL_INPUT:
         if (!v->type.batched)
@@ -216,6 +217,9 @@ static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
         int64_t off = dlc_plan_offset(plan, v);
         if (v->type.dtype == DLC_I32 && v->type.batched) /* maxpool_train's argmax */
             return dlc_arena_printf(&cpu->arena, "(int32_t *)(net->act + %lld * net->max_batch)",
+                                    (long long)off);
+        if (v->type.dtype == DLC_I8) /* int8 inference: always batched */
+            return dlc_arena_printf(&cpu->arena, "(int8_t *)(net->act + %lld * net->max_batch)",
                                     (long long)off);
         if (v->type.batched)
             return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch)",
@@ -228,7 +232,7 @@ static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
 }
 
 static const char *ctype(const Cpu *cpu, const DlcValue *v) {
-    return v->type.dtype == DLC_I32 ? "int32_t" : cpu->real;
+    return v->type.dtype == DLC_I32 ? "int32_t" : v->type.dtype == DLC_I8 ? "int8_t" : cpu->real;
 }
 
 /* ---- one function per op -------------------------------------------------- */
@@ -840,18 +844,19 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
 
     /* tensors */
     put(o, "static const struct { const char *name; int rank; int64_t dims[6]; int64_t offset; "
-           "int init; int64_t fan_in; } TENSORS[] = {\n");
+           "int init; int64_t fan_in; bool int8; } TENSORS[] = {\n");
     for (int i = 0; i < cpu->nparams; i++) {
         const DlcValue *v = cpu->params[i];
         put(o, "    {\"%s\", %d, {", v->name, v->type.rank);
         for (int d = 0; d < v->type.rank; d++)
             put(o, "%s%lld", d ? ", " : "", (long long)v->type.dims[d]);
-        put(o, "}, %lld, %d, %lld},\n",
+        put(o, "}, %lld, %d, %lld, %s},\n",
             (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1), (int)v->init,
-            (long long)(v->fan_in ? v->fan_in : v->type.rank ? numel(v) / v->type.dims[0] : 1));
+            (long long)(v->fan_in ? v->fan_in : v->type.rank ? numel(v) / v->type.dims[0] : 1),
+            v->type.dtype == DLC_I8 ? "true" : "false");
     }
     if (!cpu->nparams)
-        put(o, "    {NULL, 0, {0}, 0, 0, 0}, /* no tensor: ISO C has no empty array */\n");
+        put(o, "    {NULL, 0, {0}, 0, 0, 0, false}, /* no tensor: ISO C has no empty array */\n");
     put(o, "};\n\n");
     put(o, "int32_t %s_step(const %s *net) { return net->step; }\n"
            "void %s_set_step(%s *net, int32_t step) { net->step = step; }\n\n", p, T, p, T);
@@ -860,7 +865,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
                "void %s_set_clip(%s *net, %s clip) { net->clip = clip; }\n\n",
             cpu->real, p, T, p, T, cpu->real);
     put(o, "static DlrtTensor tensor_at(const %s *net, int i) {\n"
-           "    DlrtTensor t = {TENSORS[i].name, %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
+           "    DlrtTensor t = {TENSORS[i].name, TENSORS[i].int8 ? DLRT_I8 : %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
            "    for (int d = 0; d < t.rank; d++)\n        t.dims[d] = TENSORS[i].dims[d];\n"
            "    return t;\n}\n\n", T, cpu->f64 ? "DLRT_F64" : "DLRT_F32");
     put(o, "DlrtTensor %s_tensor(%s *net, int i) {\n"
@@ -888,7 +893,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    for (int i = 0; i < %d; i++) {\n"
            "        DlrtTensor t = tensor_at(net, i);\n"
            "        int64_t count = 1;\n        for (int d = 0; d < t.rank; d++)\n            count *= t.dims[d];\n"
-           "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
+           "        if (TENSORS[i].int8)\n            memset(t.data, 0, (size_t)count);\n"
+           "        else if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
            "%s"
            "        else\n            dlrt_init_constant%s(t.data, count, TENSORS[i].init == %d ? 1 : 0);\n"
            "    }\n"
