@@ -804,6 +804,17 @@ void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t 
 /* Max pooling of int8 tensors (the windows clipped to the plane, as
  * dlrt_maxpool_forward's; band and relu_grad are not read). */
 void dlrt_maxpool_s8(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y);
+/* A layer's f32 weights w [f, k] (k: the rest of its dimensions) and bias
+ * b [f] (NULL: none), with an inference batchnorm folded in where bn_w is
+ * not NULL (scale bn_w / sqrt(bn_var + eps) per filter, shift bn_b + (b -
+ * bn_mean) scale, in double), quantized per filter, symmetric: wscale[f] =
+ * max |w'[f]| / 127 (1 for a filter of zeros), qw = rint(w' / wscale)
+ * clamped to -127..127, qbias the folded bias.  Returns the weights' SQNR
+ * in dB (w' against qw wscale; infinite where exact). */
+double dlrt_quantize_weights(int64_t f, int64_t k, const float *w, const float *b,
+                             const float *bn_w, const float *bn_b, const float *bn_mean,
+                             const float *bn_var, double eps, int8_t *qw, float *wscale,
+                             float *qbias);
 /* Whether this CPU has what DlrtQConv.vnni needs (AVX-512 BW and VNNI). */
 bool dlrt_cpu_has_vnni(void);
 
@@ -1042,6 +1053,38 @@ typedef struct DlrtImageSource {
     const char *eval;          /* eval's and predict's; NULL: none */
 } DlrtImageSource;
 
+/* An int8 program's calibration (dlc --quantize=int8, docs/quantization.md):
+ * its table's `quant`; NULL in an f32 program.  The program holds the int8
+ * network, which eval, predict and bench run, and the f32 network it came
+ * from, which `calibrate` runs on data to choose the activations' scales and
+ * whose weights it folds and quantizes into the int8 network's. */
+typedef struct DlrtQuant {
+    int ninfer;                /* the int8 network's tensors, the table's first:
+                                  what an int8 checkpoint holds */
+    int nscales;               /* activation scales (one per int8 tensor) */
+    const int *scales;         /* each one's tensor index */
+    const int64_t *observed;   /* floats per sample of the f32 tensor each
+                                  scale is calibrated on */
+    int nlayers;               /* int8 layers (qconv2d, qdense) */
+    const char *const *layers; /* their names (the f32 weight's, less .weight) */
+    const int *layer_scales;   /* 3 per layer: the tensor indices of its weight
+                                  scales, operand scale and result scale (-1:
+                                  none, an f32 result) */
+    /* the f32 weights from a checkpoint of the f32 program (NAME.safetensors
+       as `train --save` writes it) */
+    DlrtStatus (*load_f32)(void *net, const char *path, DlrtError *err);
+    /* the f32 network on n samples: its scores, and observed[j] the f32
+       tensor of scale j (n * observed[j] floats each) */
+    DlrtStatus (*calib_forward)(void *net, int64_t n, const float *x, float *scores,
+                                float *const *observed, DlrtError *err);
+    /* every int8 layer's weights and bias from the f32 ones (a batchnorm
+       folded in): sqnr[l] gets layer l's weights' SQNR in dB */
+    void (*quantize_weights)(void *net, double *sqnr);
+    /* the int8 network's tensors alone, as safetensors (the weights I8) */
+    DlrtStatus (*save)(const void *net, const char *path, const DlrtMeta *extra, int nextra,
+                       DlrtError *err);
+} DlrtQuant;
+
 /* A compiled classifier as the command line sees it: what the generated
  * code knows of the network, the train section's defaults, and its API
  * (with the network object as void *). */
@@ -1142,6 +1185,7 @@ typedef struct DlrtModel {
                                   --version and info: "dlc 0.1.0 (commit
                                   1a2b3c4d5e6f)"; set by the main that
                                   `dlc -o` writes (NULL: not known) */
+    const DlrtQuant *quant;    /* an int8 program's calibration, or NULL */
 } DlrtModel;
 
 /* The generated program's main: `train`, `eval`, `predict`, `bench`,

@@ -55,6 +55,9 @@ typedef struct Cpu {
     const DlcNetwork *infer, *train;
     const DlcNetwork *step; /* NAME.step (passes/step.c): NAME at one step, for
                                NAME_forward_step; NULL where it has none */
+    const DlcNetwork *calib; /* NAME.calib (passes/quantize.c): the f32 network of
+                               an int8 one, for calibration; NULL where there is
+                               none, and in f64 code */
     const DlcValue *clip;   /* the training step's largest gradient norm (the
                                scalar input its clip_norm reads), which lives in
                                net->clip (NAME_set_clip); NULL without clipping */
@@ -988,7 +991,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
        inference network's tensors only (weights, as PyTorch saves them)
        loads with the optimizer state reset */
     int ninfer = cpu->infer->nparams;
-    put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
+    /* an int8 program's checks its loads (put_quant_api) */
+    put(o, "%sDlrtStatus %s_load_%s(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
            "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
            "    net->frozen = false; /* even a load that fails may change the weights */\n"
@@ -1012,13 +1016,211 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    if (st == DLRT_OK && meta) {\n        *meta = m;\n        *nmeta = nm;\n"
            "    } else\n        dlrt_meta_free(m, nm);\n"
            "    return st;\n}\n\n"
-           "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
-           "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
-        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, cpu->nparams, ninfer,
-        cpu->nparams, ninfer, ninfer, cpu->nparams, cpu->f64 ? "dlrt_init_constant_f64" : "dlrt_init_constant", p, T, p);
+           "%s",
+        cpu->calib ? "static " : "", p, cpu->calib ? "tensors" : "with", T,
+        cpu->nparams ? cpu->nparams : 1, cpu->nparams, cpu->nparams, ninfer,
+        cpu->nparams, ninfer, ninfer, cpu->nparams, cpu->f64 ? "dlrt_init_constant_f64" : "dlrt_init_constant",
+        cpu->calib ? "" : dlc_arena_printf(&cpu->arena,
+                                           "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
+                                           "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
+                                           p, T, p));
 }
 
+/* ---- int8 programs: calibration (dlc --quantize=int8) --------------------- */
+
 static bool is_classifier(const DlcNetwork *net, const DlcNetwork *tn);
+
+/* p's index in TENSORS */
+static int tensor_index(const Cpu *cpu, const DlcValue *p) {
+    for (int i = 0; i < cpu->nparams; i++)
+        if (strcmp(cpu->params[i]->name, p->name) == 0)
+            return i;
+    dlc_unreachable("cpu: no tensor %s", p->name);
+}
+
+static bool is_int8_layer(const DlcOp *op) {
+    return op->kind == DLC_OP_QCONV2D || op->kind == DLC_OP_QDENSE;
+}
+
+/* The op of NAME.calib that an int8 layer of NAME came from: the one whose
+ * result has its name (passes/quantize.c). */
+static const DlcOp *f32_layer(const Cpu *cpu, const DlcOp *q) {
+    const DlcValue *v = dlc_map_get(&cpu->calib->names, q->out[0]->name);
+    if (!v || v->kind != DLC_VAL_OP)
+        dlc_unreachable("cpu: %s has no f32 layer in %s", q->out[0]->name, cpu->calib->name);
+    return v->def;
+}
+
+/* NAME_load_f32, NAME_calib_forward, NAME_quantize_weights, NAME_save_int8
+ * and NAME_load_with, which refuses an f32 checkpoint and bad scales: the
+ * DlrtQuant of an int8 program (runtime/dlrt.h). */
+static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
+    const char *p = cpu->prefix, *T = cpu->type;
+    const DlcNetwork *net = cpu->infer, *cal = cpu->calib;
+    int ninfer = net->nparams;
+    put(o, "\n/* ---- int8: calibration (dlc --quantize=int8; network @%s) ---- */\n\n", cal->name);
+    /* the f32 tensors: those that are not the int8 network's own */
+    put(o, "static const int F32_TENSORS[] = {");
+    int nf32 = 0;
+    for (int i = 0; i < cpu->nparams; i++)
+        if (i >= ninfer || dlc_map_get(&cal->names, cpu->params[i]->name))
+            put(o, "%s%d", nf32++ ? ", " : "", i);
+    put(o, "%s};\nstatic const int CALIB_TENSORS[] = {", nf32 ? "" : "0");
+    for (int i = 0; i < cal->nparams; i++)
+        put(o, "%s%d", i ? ", " : "", tensor_index(cpu, cal->params[i]));
+    put(o, "%s};\n", cal->nparams ? "" : "0");
+    /* the table's arrays (the command line's): the activation scales, in
+       order (NAME's scalar parameters), and the layers' names */
+    bool table = is_classifier(net, cpu->train);
+    Out none = {.name = o->name};
+    none.f = open_memstream(&none.buf, &none.len);
+    Out *to = table ? o : &none;
+    int nscales = 0;
+    put(to, "static const int SCALES[] = {");
+    for (int i = 0; i < ninfer; i++)
+        if (net->params[i]->type.rank == 0)
+            put(to, "%s%d", nscales++ ? ", " : "", tensor_index(cpu, net->params[i]));
+    put(to, "%s};\nstatic const int64_t OBSERVED[] = {", nscales ? "" : "0");
+    if (cal->noutputs != net->noutputs + nscales)
+        dlc_unreachable("cpu: %s returns %d tensors for %d scales", cal->name, cal->noutputs, nscales);
+    for (int j = 0; j < nscales; j++)
+        put(to, "%s%lld", j ? ", " : "", (long long)numel(cal->outputs[net->noutputs + j]));
+    put(to, "%s};\n", nscales ? "" : "0");
+    int nlayers = 0;
+    put(to, "static const char *const QLAYERS[] = {");
+    for (int i = 0; i < net->nops; i++)
+        if (is_int8_layer(net->ops[i])) {
+            const char *w = net->ops[i]->in[1]->name;
+            put(to, "%s\"%.*s\"", nlayers++ ? ", " : "", (int)(strlen(w) - strlen(".qweight")), w);
+        }
+    put(to, "%s};\n", nlayers ? "" : "NULL");
+    /* every scale of the layers, which a load checks */
+    put(o, "static const int QLAYER_SCALES[] = {");
+    int k = 0;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        if (is_int8_layer(op))
+            put(o, "%s%d, %d, %d", k++ ? ", " : "", tensor_index(cpu, op->in[2]),
+                tensor_index(cpu, op->in[4]), op->nin > 5 ? tensor_index(cpu, op->in[5]) : -1);
+    }
+    put(o, "%s};\n\n", k ? "" : "0");
+
+    put(o, "DlrtStatus %s_load_f32(%s *net, const char *path, DlrtError *err) {\n"
+           "    DlrtTensor t[%d];\n"
+           "    net->frozen = false;\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, F32_TENSORS[i]);\n"
+           "    DlrtStatus st = dlrt_load_safetensors(path, t, %d, NULL, NULL, err);\n"
+           "    if (st == DLRT_E_SHAPE) { /* the f32 network's weights alone */\n"
+           "        DlrtError weights_only;\n"
+           "        for (int i = 0; i < %d; i++)\n            t[i] = tensor_at(net, CALIB_TENSORS[i]);\n"
+           "        if (dlrt_load_safetensors(path, t, %d, NULL, NULL, &weights_only) == DLRT_OK)\n"
+           "            st = DLRT_OK;\n"
+           "    }\n"
+           "    return st;\n}\n\n",
+        p, T, nf32 ? nf32 : 1, nf32, nf32, cal->nparams, cal->nparams);
+
+    put(o, "DlrtStatus %s_calib_forward(%s *net, int64_t n, const float *x, float *scores,\n"
+           "                            float *const *observed, DlrtError *err) {\n"
+           "    if (n < 1 || n > net->max_batch)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
+           "    run_calib(net, n, x);\n", p, T);
+    for (int i = 0; i < cal->noutputs; i++) {
+        const DlcValue *v = cal->outputs[i];
+        if (i < net->noutputs && i > 0)
+            continue; /* the scores: the first output */
+        put(o, "    memcpy(%s, %s, sizeof(float) * (size_t)(n * %lld));\n",
+            i == 0 ? "scores" : dlc_arena_printf(&cpu->arena, "observed[%d]", i - net->noutputs),
+            v->kind == DLC_VAL_INPUT ? "x" : where(cpu, sc, v), (long long)numel(v));
+    }
+    put(o, "    return DLRT_OK;\n}\n\n");
+
+    put(o, "void %s_quantize_weights(%s *net, double *sqnr) {\n    net->frozen = false;\n", p, T);
+    int l = 0;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *q = net->ops[i];
+        if (!is_int8_layer(q))
+            continue;
+        const DlcOp *f = f32_layer(cpu, q);
+        const DlcValue *w = f->in[f->nin - f->nparams], *b = dlc_op_bias(f);
+        int bn = dlc_op_folded_batchnorm(f);
+        int64_t filters = w->type.dims[0];
+        put(o, "    sqnr[%d] = dlrt_quantize_weights(%lld, %lld, %s, %s, ", l++, (long long)filters,
+            (long long)(numel(w) / filters), where(cpu, NULL, w), b ? where(cpu, NULL, b) : "NULL");
+        if (bn >= 0)
+            put(o, "%s, %s, %s, %s, %.17g, ", where(cpu, NULL, f->in[bn]),
+                where(cpu, NULL, f->in[bn + 1]), where(cpu, NULL, f->in[bn + 2]),
+                where(cpu, NULL, f->in[bn + 3]), dlc_attr_float(f, DLC_A_BN_EPS));
+        else
+            put(o, "NULL, NULL, NULL, NULL, 0, ");
+        put(o, "%s, %s, %s);\n", where(cpu, NULL, q->in[1]), where(cpu, NULL, q->in[2]),
+            where(cpu, NULL, q->in[3]));
+    }
+    put(o, "%s}\n\n", l ? "" : "    (void)sqnr;\n");
+
+    put(o, "DlrtStatus %s_save_int8(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
+           "                        DlrtError *err) {\n"
+           "    DlrtTensor t[%d];\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, i);\n"
+           "    DlrtMeta meta[3 + DLRT_MAX_META];\n"
+           "    meta[0] = (DlrtMeta){\"network\", \"%s\"};\n"
+           "    meta[1] = (DlrtMeta){\"dlc_version\", \"%s\"};\n"
+           "    meta[2] = (DlrtMeta){\"quantized\", \"int8\"};\n"
+           "    if (nextra < 0 || nextra > DLRT_MAX_META)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"%%d metadata entries; at most %%d\", nextra, DLRT_MAX_META);\n"
+           "    for (int i = 0; i < nextra; i++)\n        meta[3 + i] = extra[i];\n"
+           "    return dlrt_save_safetensors(path, t, %d, meta, 3 + nextra, err);\n}\n\n",
+        p, T, ninfer ? ninfer : 1, ninfer, net->name, DLC_VERSION, ninfer);
+
+    /* the load: an f32 checkpoint is refused by name, and every scale
+       must be positive and finite */
+    put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
+           "                        DlrtError *err) {\n"
+           "    DlrtStatus st = %s_load_tensors(net, path, meta, nmeta, err);\n"
+           "    DlrtError f32;\n"
+           "    if (st == DLRT_E_SHAPE && %s_load_f32(net, path, &f32) == DLRT_OK)\n"
+           "        return dlrt_fail(err, DLRT_E_SHAPE, \"%%s holds the f32 weights of %s, and this program \"\n"
+           "                         \"runs it in int8 (dlc --quantize=int8): calibrate them first \"\n"
+           "                         \"(calibrate --weights %%s --data DIR --save INT8.safetensors)\", path, path);\n"
+           "    if (st != DLRT_OK)\n        return st;\n"
+           "    for (int l = 0; l < %d * 3; l++) {\n"
+           "        if (QLAYER_SCALES[l] < 0)\n            continue;\n"
+           "        DlrtTensor t = tensor_at(net, QLAYER_SCALES[l]);\n"
+           "        int64_t count = t.rank ? t.dims[0] : 1;\n"
+           "        for (int64_t i = 0; i < count; i++) {\n"
+           "            float v = ((const float *)t.data)[i];\n"
+           "            if (v > 0 && isfinite(v))\n                continue;\n"
+           "            if (meta) {\n                dlrt_meta_free(*meta, *nmeta);\n"
+           "                *meta = NULL;\n                *nmeta = 0;\n            }\n"
+           "            return dlrt_fail(err, DLRT_E_FORMAT, \"%%s: the scale %%s[%%lld] is %%g: a scale must be \"\n"
+           "                             \"positive and finite\", path, t.name, (long long)i, (double)v);\n"
+           "        }\n"
+           "    }\n"
+           "    return DLRT_OK;\n}\n\n"
+           "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
+           "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
+        p, T, p, p, net->name, nlayers, p, T, p);
+
+    fclose(none.f);
+    free(none.buf);
+    if (!table)
+        return;
+    put(o, "\nstatic DlrtStatus quant_load_f32(void *net, const char *path, DlrtError *err) {\n"
+           "    return %s_load_f32(net, path, err);\n}\n"
+           "static DlrtStatus quant_calib_forward(void *net, int64_t n, const float *x, float *scores,\n"
+           "                                      float *const *observed, DlrtError *err) {\n"
+           "    return %s_calib_forward(net, n, x, scores, observed, err);\n}\n"
+           "static void quant_quantize_weights(void *net, double *sqnr) { %s_quantize_weights(net, sqnr); }\n"
+           "static DlrtStatus quant_save(const void *net, const char *path, const DlrtMeta *extra, int nextra,\n"
+           "                             DlrtError *err) {\n"
+           "    return %s_save_int8(net, path, extra, nextra, err);\n}\n"
+           "static const DlrtQuant QUANT = {\n"
+           "    .ninfer = %d,\n    .nscales = %d,\n    .scales = SCALES,\n    .observed = OBSERVED,\n"
+           "    .nlayers = %d,\n    .layers = QLAYERS,\n    .layer_scales = QLAYER_SCALES,\n"
+           "    .load_f32 = quant_load_f32,\n    .calib_forward = quant_calib_forward,\n"
+           "    .quantize_weights = quant_quantize_weights,\n    .save = quant_save,\n};\n",
+        p, p, p, p, ninfer, nscales, nlayers);
+}
+
 static void put_call_with_ids(Cpu *cpu, Out *o, const DlcValue *in, const char *call);
 
 /* ---- data-parallel training: NAME_train_step_dist -------------------------- */
@@ -1568,6 +1770,8 @@ static void put_model(Cpu *cpu, Out *o) {
         put(o, "    .hash = 0x%016llxull,\n    .nbuckets = %d,\n    .buckets = DIST_BUCKETS,\n"
                "    .grad_floats = %lld,\n    .train_step_dist = model_train_step_dist,\n",
             network_hash(cpu->m), cpu->buckets.nbuckets, (long long)cpu->buckets.floats);
+    if (cpu->calib)
+        put(o, "    .quant = &QUANT,\n");
     put(o, "};\n");
     free(layers);
     free(optimizer);
@@ -1595,6 +1799,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     cpu.clip = clip_input(cpu.train);
     snprintf(train_name, sizeof train_name, "%s.step", net->name);
     cpu.step = dlc_module_find_network(m, train_name);
+    snprintf(train_name, sizeof train_name, "%s.calib", net->name);
+    cpu.calib = f64 ? NULL : dlc_module_find_network(m, train_name); /* gradcheck has no use of it */
     const char *pre = cpu.prefix;
     snprintf(cpu.type, sizeof cpu.type, "%c%s", pre[0] >= 'a' && pre[0] <= 'z' ? pre[0] - 'a' + 'A'
                                                                               : pre[0], pre + 1);
@@ -1605,6 +1811,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         add_param(&cpu, net->params[i]);
     for (int i = 0; cpu.train && i < cpu.train->nparams; i++)
         add_param(&cpu, cpu.train->params[i]);
+    for (int i = 0; cpu.calib && i < cpu.calib->nparams; i++)
+        add_param(&cpu, cpu.calib->params[i]);
     dlc_map_init(&cpu.state_off, &cpu.arena);
     add_states(&cpu, net);
     add_states(&cpu, cpu.train);
@@ -1625,13 +1833,15 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     for (int i = 0; i < net->nops; i++)
         cpu.packed_floats += packed_span(&cpu, net->ops[i]);
 
-    DlcMemPlan si, st, ss;
+    DlcMemPlan si, st, ss, sc;
     DlcPlanKind kind = !opt || opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
     dlc_plan_memory(&cpu.arena, net, kind, false, &si);
     if (cpu.train)
         dlc_plan_memory(&cpu.arena, cpu.train, kind, false, &st);
     if (cpu.step)
         dlc_plan_memory(&cpu.arena, cpu.step, kind, false, &ss);
+    if (cpu.calib)
+        dlc_plan_memory(&cpu.arena, cpu.calib, kind, false, &sc);
     add_gradient_copies(&cpu);
     cpu.dist = dist_wanted(&cpu);
     if (cpu.dist) {
@@ -1651,6 +1861,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
                                     .naive = {fig.naive[0], fig.naive[1]},
                                     .lower = {fig.lower[0], fig.lower[1]}},
                       &ss);
+    if (cpu.calib) /* and the f32 network of an int8 one */
+        fig = figures(&(DlcMemPlan){.size = {fig.arena[0], fig.arena[1]},
+                                    .naive = {fig.naive[0], fig.naive[1]},
+                                    .lower = {fig.lower[0], fig.lower[1]}},
+                      &sc);
     put_header(&cpu, &h, &fig);
     if (cpu.dist)
         put_dist_header(&cpu, &h);
@@ -1682,7 +1897,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             "#define LAP(K) (net->profile ? (void)(lap = dlrt_profile_lap(net->profile, (K), lap)) : (void)0)\n");
     cpu.op_rows = dlc_arena_alloc(&cpu.arena, sizeof(char *) *
                                   (size_t)(net->nops + (cpu.train ? cpu.train->nops : 0) +
-                                           (cpu.step ? cpu.step->nops : 0) + 1));
+                                           (cpu.step ? cpu.step->nops : 0) +
+                                           (cpu.calib ? cpu.calib->nops : 0) + 1));
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {
@@ -1693,6 +1909,10 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put(&c, "\n/* ---- one step: network @%s ---- */\n", cpu.step->name);
         put_network(&cpu, &c, cpu.step, &ss, "step");
     }
+    if (cpu.calib) {
+        put(&c, "\n/* ---- the f32 network, for calibration: network @%s ---- */\n", cpu.calib->name);
+        put_network(&cpu, &c, cpu.calib, &sc, "calib");
+    }
     put(&c, "\n/* The profile's rows (DLRT_PROFILE=1): the ops, in the order of LAP. */\n"
             "static const char *const OP_ROWS[%d] = {\n", cpu.nop_rows ? cpu.nop_rows : 1);
     for (int i = 0; i < cpu.nop_rows; i++)
@@ -1701,6 +1921,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put(&c, "    NULL, /* no op: ISO C has no empty array */\n");
     put(&c, "};\n");
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL, cpu.step ? &ss : NULL, &fig);
+    if (cpu.calib)
+        put_quant_api(&cpu, &c, &sc);
     if (cpu.dist)
         put_dist(&cpu, &c, &st);
     if (is_classifier(cpu.infer, cpu.train) && f64) {

@@ -68,6 +68,33 @@ void dlrt_dequantize_s8_f64(int64_t count, const int8_t *q, double scale, double
         y[i] = (double)q[i] * scale;
 }
 
+/* ---- weights ------------------------------------------------------------- */
+
+double dlrt_quantize_weights(int64_t f, int64_t k, const float *w, const float *b,
+                             const float *bn_w, const float *bn_b, const float *bn_mean,
+                             const float *bn_var, double eps, int8_t *qw, float *wscale,
+                             float *qbias) {
+    double signal = 0, noise = 0;
+    for (int64_t i = 0; i < f; i++) {
+        double scale = bn_w ? (double)bn_w[i] / sqrt((double)bn_var[i] + eps) : 1;
+        double bias = b ? b[i] : 0;
+        qbias[i] = (float)(bn_w ? (double)bn_b[i] + (bias - (double)bn_mean[i]) * scale : bias);
+        double amax = 0;
+        for (int64_t j = 0; j < k; j++)
+            amax = fmax(amax, fabs((double)w[i * k + j] * scale));
+        float s = amax > 0 ? (float)(amax / 127) : 1.0f;
+        wscale[i] = s;
+        for (int64_t j = 0; j < k; j++) {
+            double v = (double)w[i * k + j] * scale, q = rint(v / s);
+            q = q > 127 ? 127 : q < -127 ? -127 : q;
+            qw[i * k + j] = (int8_t)q;
+            signal += v * v;
+            noise += (v - q * s) * (v - q * s);
+        }
+    }
+    return noise > 0 ? 10 * log10(signal / noise) : INFINITY;
+}
+
 /* ---- max pooling ---------------------------------------------------------- */
 
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
