@@ -969,10 +969,21 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     /* checkpoints: the tensors, and in the metadata the network, the dlc
        version and the steps taken (Adam's bias correction and dropout's
        masks depend on it, so resuming must restore it) */
+    /* an int8 program's: the f32 tensors, those its int8 network does not
+       have of its own, as the f32 program saves them (calibrate reads them) */
+    int nsaved = cpu->nparams;
+    if (cpu->calib) {
+        put(o, "static const int F32_TENSORS[] = {");
+        nsaved = 0;
+        for (int i = 0; i < cpu->nparams; i++)
+            if (i >= cpu->infer->nparams || dlc_map_get(&cpu->calib->names, cpu->params[i]->name))
+                put(o, "%s%d", nsaved++ ? ", " : "", i);
+        put(o, "%s};\n\n", nsaved ? "" : "0");
+    }
     put(o, "DlrtStatus %s_save_with(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
            "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
-           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, i);\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, %s);\n"
            "    char step[32];\n"
            "    snprintf(step, sizeof step, \"%%lld\", (long long)net->step);\n"
            "    DlrtMeta meta[3 + DLRT_MAX_META];\n"
@@ -985,8 +996,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    return dlrt_save_safetensors(path, t, %d, meta, 3 + nextra, err);\n}\n\n"
            "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err) {\n"
            "    return %s_save_with(net, path, NULL, 0, err);\n}\n\n",
-        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, net->name, DLC_VERSION,
-        cpu->nparams, p, T, p);
+        p, T, nsaved ? nsaved : 1, nsaved, cpu->calib ? "F32_TENSORS[i]" : "i", net->name,
+        DLC_VERSION, nsaved, p, T, p);
     /* a full checkpoint restores the optimizer state too; a file of the
        inference network's tensors only (weights, as PyTorch saves them)
        loads with the optimizer state reset */
@@ -1059,13 +1070,12 @@ static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
     const DlcNetwork *net = cpu->infer, *cal = cpu->calib;
     int ninfer = net->nparams;
     put(o, "\n/* ---- int8: calibration (dlc --quantize=int8; network @%s) ---- */\n\n", cal->name);
-    /* the f32 tensors: those that are not the int8 network's own */
-    put(o, "static const int F32_TENSORS[] = {");
+    /* the f32 tensors (F32_TENSORS, put_api): those that are not the int8
+       network's own */
     int nf32 = 0;
     for (int i = 0; i < cpu->nparams; i++)
-        if (i >= ninfer || dlc_map_get(&cal->names, cpu->params[i]->name))
-            put(o, "%s%d", nf32++ ? ", " : "", i);
-    put(o, "%s};\nstatic const int CALIB_TENSORS[] = {", nf32 ? "" : "0");
+        nf32 += i >= ninfer || dlc_map_get(&cal->names, cpu->params[i]->name);
+    put(o, "static const int CALIB_TENSORS[] = {");
     for (int i = 0; i < cal->nparams; i++)
         put(o, "%s%d", i ? ", " : "", tensor_index(cpu, cal->params[i]));
     put(o, "%s};\n", cal->nparams ? "" : "0");
@@ -1110,11 +1120,10 @@ static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
            "    net->frozen = false;\n"
            "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, F32_TENSORS[i]);\n"
            "    DlrtStatus st = dlrt_load_safetensors(path, t, %d, NULL, NULL, err);\n"
-           "    if (st == DLRT_E_SHAPE) { /* the f32 network's weights alone */\n"
-           "        DlrtError weights_only;\n"
+           "    if (st == DLRT_E_SHAPE) { /* the f32 network's weights alone, whose message says\n"
+           "                                 what the file lacks of them */\n"
            "        for (int i = 0; i < %d; i++)\n            t[i] = tensor_at(net, CALIB_TENSORS[i]);\n"
-           "        if (dlrt_load_safetensors(path, t, %d, NULL, NULL, &weights_only) == DLRT_OK)\n"
-           "            st = DLRT_OK;\n"
+           "        st = dlrt_load_safetensors(path, t, %d, NULL, NULL, err);\n"
            "    }\n"
            "    return st;\n}\n\n",
         p, T, nf32 ? nf32 : 1, nf32, nf32, cal->nparams, cal->nparams);

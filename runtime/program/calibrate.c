@@ -173,9 +173,17 @@ static char *meta_list(const char *const *names, const double *values, int n) {
 static int calibrate(Calib *c, const Options *o) {
     const DlrtModel *m = c->m;
     const DlrtQuant *q = c->q;
-    if (m->create(&c->net, c->batch, 0, &c->err) != DLRT_OK ||
-        q->load_f32(c->net, o->weights, &c->err) != DLRT_OK) {
+    if (m->create(&c->net, c->batch, 0, &c->err) != DLRT_OK) {
         fprintf(stderr, "%s: %s\n", m->name, c->err.message);
+        return 1;
+    }
+    if (q->load_f32(c->net, o->weights, &c->err) != DLRT_OK) {
+        DlrtError int8;
+        if (m->load(c->net, o->weights, NULL, NULL, &int8) == DLRT_OK)
+            fprintf(stderr, "%s: %s is an int8 checkpoint (of calibrate); calibrate reads the "
+                    "f32 weights (of train)\n", m->name, o->weights);
+        else
+            fprintf(stderr, "%s: %s\n", m->name, c->err.message);
         return 1;
     }
     double *wsqnr = calloc((size_t)q->nlayers + 1, sizeof *wsqnr);

@@ -157,6 +157,11 @@ static bool quant_info(const DlrtModel *m, const Options *o) {
 
 static int info(const DlrtModel *m, const Options *o) {
     double start = dlrt_clock();
+    if (o->weights && !m->quant) {
+        fprintf(stderr, "%s: info --weights is for an int8 program (dlc --quantize=int8)\n",
+                m->name);
+        return 2;
+    }
     printf("network %s (from %s)\ninput [", m->name, m->source);
     for (int i = 0; i < m->rank; i++)
         printf("%s%lld", i ? ", " : "", (long long)m->dims[i]);
@@ -198,11 +203,6 @@ static int info(const DlrtModel *m, const Options *o) {
     if (m->quant)
         printf("int8: %d layers in int8 (dlc --quantize=int8); calibrate sets their scales\n",
                m->quant->nlayers);
-    if (o->weights && !m->quant) {
-        fprintf(stderr, "%s: info --weights is for an int8 program (dlc --quantize=int8)\n",
-                m->name);
-        return 2;
-    }
     if (o->weights && !quant_info(m, o))
         return 1;
     Report r = dlrt_report_new("info");
