@@ -225,17 +225,17 @@ static int calibrate(Calib *c, const Options *o) {
     /* the report: per layer, then the scores */
     printf("calibrated %s on %lld samples of %s (%s)\n", m->name, (long long)c->samples, o->data,
            o->method);
-    printf("  layer            weight SQNR  input scale  output scale\n");
+    printf("  %-24s weight SQNR  input scale  output scale\n", "layer");
     for (int l = 0; l < q->nlayers; l++) {
         const int *ls = q->layer_scales + 3 * l;
         DlrtTensor in = m->tensor(c->net, ls[1]);
-        printf("  %-16s %8.2f dB  %11.6g  ", q->layers[l], wsqnr[l], (double)*(float *)in.data);
+        printf("  %-24s %8.2f dB  %11.6g  ", q->layers[l], wsqnr[l], (double)*(float *)in.data);
         if (ls[2] >= 0)
             printf("%12.6g\n", (double)*(float *)m->tensor(c->net, ls[2]).data);
         else
             printf("%12s\n", "f32 scores");
     }
-    printf("  activation scale           value      SQNR\n");
+    printf("  %-32s value      SQNR\n", "activation scale");
     const char **names = calloc((size_t)q->nscales + 1, sizeof *names);
     double *asqnr = calloc((size_t)q->nscales + 1, sizeof *asqnr);
     if (!names || !asqnr) {
@@ -245,7 +245,7 @@ static int calibrate(Calib *c, const Options *o) {
     for (int j = 0; j < q->nscales; j++) {
         names[j] = m->tensor(c->net, q->scales[j]).name;
         asqnr[j] = sqnr_db(c->stats[j].signal, c->stats[j].noise);
-        printf("  %-24s %11.6g %6.2f dB\n", names[j], (double)c->stats[j].scale, asqnr[j]);
+        printf("  %-32s %11.6g %6.2f dB\n", names[j], (double)c->stats[j].scale, asqnr[j]);
     }
     double out_sqnr = sqnr_db(sig, noise);
     printf("scores: SQNR %.2f dB against the f32 network's; the same top-1 class for %lld of "

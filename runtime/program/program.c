@@ -122,7 +122,7 @@ static bool quant_info(const DlrtModel *m, const Options *o) {
     }
     printf("\nint8 weights %s (calibration: %s): %.1f KiB of tensors\n", o->weights,
            calib ? calib : "not recorded", (double)bytes / 1024);
-    printf("  layer            weight scales          input scale  output scale  weight SQNR\n");
+    printf("  %-24s weight scales          input scale  output scale  weight SQNR\n", "layer");
     for (int l = 0; l < q->nlayers; l++) {
         const int *ls = q->layer_scales + 3 * l;
         DlrtTensor w = m->tensor(net, ls[0]);
@@ -143,7 +143,7 @@ static bool quant_info(const DlrtModel *m, const Options *o) {
                          p + strlen(key));
                 break;
             }
-        printf("  %-16s %.4g to %-12.4g %11.6g  %12s  %11s\n", q->layers[l], (double)lo,
+        printf("  %-24s %.4g to %-12.4g %11.6g  %12s  %11s\n", q->layers[l], (double)lo,
                (double)hi, (double)*(const float *)m->tensor(net, ls[1]).data, out, sq);
     }
     if (*asqnr)
