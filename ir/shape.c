@@ -429,27 +429,20 @@ static bool want_dtype(DlcInfer *inf, DlcDType dt) {
     return false;
 }
 
-/* (x f32, @scale f32[]) -> i8, x's shape */
-bool dlc_infer_quantize(DlcInfer *inf) {
-    if (!want_dtype(inf, DLC_F32))
+/* (x of dtype from, @scale f32[]) -> dtype to, x's shape */
+static bool retype(DlcInfer *inf, DlcDType from, DlcDType to) {
+    if (!want_dtype(inf, from))
         return false;
     DlcType y = inf->in[0];
-    y.dtype = DLC_I8;
+    y.dtype = to;
     inf->out[inf->nout++] = y;
     add_param(inf, "scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
     return true;
 }
 
-/* (q i8, @scale f32[]) -> f32, q's shape */
-bool dlc_infer_dequantize(DlcInfer *inf) {
-    if (!want_dtype(inf, DLC_I8))
-        return false;
-    DlcType y = inf->in[0];
-    y.dtype = DLC_F32;
-    inf->out[inf->nout++] = y;
-    add_param(inf, "scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
-    return true;
-}
+bool dlc_infer_quantize(DlcInfer *inf) { return retype(inf, DLC_F32, DLC_I8); }
+
+bool dlc_infer_dequantize(DlcInfer *inf) { return retype(inf, DLC_I8, DLC_F32); }
 
 /* The parameters of an int8 layer of n outputs, after its weight: the
  * weight's scales, the bias, the operand's scale and the result's. */
