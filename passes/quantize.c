@@ -343,8 +343,12 @@ bool dlc_pass_quantize(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
     if (t.vector == 0)
         dlc_target_cpu_host(&t);
     int n = m->nnetworks;
-    for (int i = 0; i < n; i++)
-        if (!dlc_is_derived_network(m->networks[i]->name))
+    for (int i = 0; i < n; i++) {
+        const char *name = m->networks[i]->name;
+        /* a network quantized already (IR text) has its NAME.calib */
+        if (!dlc_is_derived_network(name) &&
+            !dlc_module_find_network(m, dlc_arena_printf(&m->arena, "%s.calib", name)))
             quantize_network(ctx, m, i, opt, t.vnni);
+    }
     return true;
 }
