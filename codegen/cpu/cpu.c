@@ -715,6 +715,21 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
     put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection or for\n"
            " * changing its values in place (which ends %s_freeze's copy). */\n", U, p);
     put(o, "DlrtTensor %s_tensor(%s *net, int i);\n", p, T);
+    if (cpu->calib)
+        put(o, "/* int8 (dlc --quantize=int8; docs/quantization.md): load_with refuses f32\n"
+               " * weights and scales that are not positive and finite.  Calibration: the\n"
+               " * f32 weights (a checkpoint of the f32 network, or its weights alone); the\n"
+               " * f32 network on n samples, its scores and the f32 tensor each activation\n"
+               " * scale is calibrated on; every int8 layer's weights from the f32 ones, a\n"
+               " * batchnorm folded in (sqnr: each layer's weights' SQNR in dB); the int8\n"
+               " * network's tensors alone, as safetensors. */\n"
+               "DlrtStatus %s_load_f32(%s *net, const char *path, DlrtError *err);\n"
+               "DlrtStatus %s_calib_forward(%s *net, int64_t n, const float *x, float *scores,\n"
+               "                            float *const *observed, DlrtError *err);\n"
+               "void %s_quantize_weights(%s *net, double *sqnr);\n"
+               "DlrtStatus %s_save_int8(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
+               "                        DlrtError *err);\n",
+            p, T, p, T, p, T, p, T);
     put(o, "/* Training steps taken (Adam's count, saved in checkpoints), and setting\n"
            " * it, for a copy of the network kept elsewhere (on a GPU). */\n"
            "int32_t %s_step(const %s *net);\nvoid %s_set_step(%s *net, int32_t step);\n", p, T, p, T);
