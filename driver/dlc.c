@@ -49,6 +49,8 @@ typedef struct Options {
     int ndevices;
     DlcPassOptions pass;         /* --mem-budget, --target-cpu */
     const char *autotune;        /* --autotune's cache file; NULL without it */
+    const char *quantize_skip[MAX_LIST + 1]; /* --quantize-skip, NULL-terminated */
+    int nquantize_skip;
 } Options;
 
 static void usage(FILE *out) {
@@ -93,8 +95,13 @@ static void usage(FILE *out) {
         "                         the plain layout; -fno-tile with -fno-layout: every\n"
         "                         convolution calls im2col and BLAS)\n"
         "  --target-cpu=SPEC      the CPU the layout and tile passes choose for, instead\n"
-        "                         of this one: l1=SIZE,l2=SIZE,vector=BYTES,registers=N\n"
-        "                         (any of them; SIZE with K or M)\n"
+        "                         of this one: l1=SIZE,l2=SIZE,vector=BYTES,registers=N,\n"
+        "                         vnni=0|1 (any of them; SIZE with K or M)\n"
+        "  --quantize=int8        run the inference network's convolutions and dense\n"
+        "                         layers in int8 (the program's calibrate command sets\n"
+        "                         the scales; docs/quantization.md)\n"
+        "  --quantize-skip=L,...  keep these layers (named as their weights, less\n"
+        "                         .weight) in f32\n"
         "  --autotune[=FILE]      time the candidate register blocks of each blocked\n"
         "                         convolution on this machine and use the fastest,\n"
         "                         cached in FILE (default: the output's name and\n"
@@ -277,7 +284,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     enum { OPT_EMIT = 256, OPT_PASSES, OPT_PRINT_AFTER, OPT_PRINT_AFTER_ALL, OPT_LIST_PASSES,
            OPT_LIST_OPS, OPT_SPLIT, OPT_VERSION, OPT_HELP, OPT_WERROR, OPT_DTYPE,
            OPT_NO_PLAN_MEMORY, OPT_MEM_BUDGET, OPT_BUCKET_SIZE, OPT_TARGET, OPT_GPU_ARCH,
-           OPT_GPU_MATH, OPT_TARGET_CPU, OPT_AUTOTUNE };
+           OPT_GPU_MATH, OPT_TARGET_CPU, OPT_AUTOTUNE, OPT_QUANTIZE, OPT_QUANTIZE_SKIP };
     static const struct option longopts[] = {
         {"emit", required_argument, NULL, OPT_EMIT},
         {"dtype", required_argument, NULL, OPT_DTYPE},
@@ -298,6 +305,8 @@ static void parse_options(int argc, char **argv, Options *o) {
         {"target", required_argument, NULL, OPT_TARGET},
         {"gpu-arch", required_argument, NULL, OPT_GPU_ARCH},
         {"gpu-math", required_argument, NULL, OPT_GPU_MATH},
+        {"quantize", required_argument, NULL, OPT_QUANTIZE},
+        {"quantize-skip", required_argument, NULL, OPT_QUANTIZE_SKIP},
         {NULL, 0, NULL, 0},
     };
     memset(o, 0, sizeof *o);
@@ -384,6 +393,17 @@ static void parse_options(int argc, char **argv, Options *o) {
             break;
         }
         case OPT_AUTOTUNE: o->autotune = optarg ? optarg : ""; break;
+        case OPT_QUANTIZE:
+            if (strcmp(optarg, "int8") != 0) {
+                fprintf(stderr, "dlc: error: --quantize takes int8, not '%s'\n", optarg);
+                exit(2);
+            }
+            o->pass.quantize = DLC_QUANTIZE_INT8;
+            break;
+        case OPT_QUANTIZE_SKIP:
+            o->nquantize_skip = split_list(optarg, o->quantize_skip, MAX_LIST, o->nquantize_skip);
+            o->pass.quantize_skip = o->quantize_skip;
+            break;
         case OPT_MEM_BUDGET: o->pass.mem_budget = parse_bytes("--mem-budget", optarg); break;
         case OPT_BUCKET_SIZE:
             o->codegen.bucket_bytes = parse_bytes("--bucket-size", optarg);

@@ -49,8 +49,13 @@ bool dlc_is_step_network(const char *name, size_t *base_len) {
     return has_suffix(name, ".step", base_len);
 }
 
+bool dlc_is_calib_network(const char *name, size_t *base_len) {
+    return has_suffix(name, ".calib", base_len);
+}
+
 bool dlc_is_derived_network(const char *name) {
-    return dlc_is_train_network(name, NULL) || dlc_is_step_network(name, NULL);
+    return dlc_is_train_network(name, NULL) || dlc_is_step_network(name, NULL) ||
+           dlc_is_calib_network(name, NULL);
 }
 
 DlcNetwork *dlc_network_new(DlcModule *m, const char *name, DlcLoc loc) {

@@ -330,6 +330,10 @@ static inline bool dlc_op_is_dense_update(DlcOpKind k) {
 static inline bool dlc_op_is_clip(DlcOpKind k) {
     return k >= DLC_OP_CLIP_NORM && k <= DLC_OP_CLIP_SCALE;
 }
+/* quantize, dequantize, qconv2d, qdense: the quantize pass's int8 ops */
+static inline bool dlc_op_is_quantized(DlcOpKind k) {
+    return k >= DLC_OP_QUANTIZE && k <= DLC_OP_QDENSE;
+}
 
 /* ------------------------------------------------------------------------ */
 /* shape.c — types and shape rules                                          */
@@ -339,6 +343,8 @@ typedef enum DlcDType {
     DLC_F32, /* the element type of every tensor a network computes */
     DLC_F64, /* for exact gradient checks */
     DLC_I32, /* class labels */
+    DLC_I8,  /* int8 inference (passes/quantize.c): activations and weights,
+                symmetric, each with an f32 scale parameter */
     DLC_DTYPE_COUNT
 } DlcDType;
 
@@ -611,8 +617,11 @@ int64_t dlc_value_numel(const DlcValue *v);
  * in (or, for i = -1, why a network cannot return it), or NULL. */
 const char *dlc_layout_mismatch(const DlcOp *op, int i);
 
+/* The same for the f32 network the quantize pass kept for calibration
+ * (NAME.calib). */
+bool dlc_is_calib_network(const char *name, size_t *base_len);
 /* Whether name is that of a network a pass built from another (NAME.train,
- * NAME.step), which targets emit with it. */
+ * NAME.step, NAME.calib), which targets emit with it. */
 bool dlc_is_derived_network(const char *name);
 
 /* The builder.  Names must be unique in the network: the builder makes a

@@ -11,7 +11,7 @@
 
 #include <string.h>
 
-static const char *const dtype_names[DLC_DTYPE_COUNT] = {"f32", "f64", "i32"};
+static const char *const dtype_names[DLC_DTYPE_COUNT] = {"f32", "f64", "i32", "i8"};
 static const char *const init_names[DLC_INIT_COUNT] = {"zeros", "ones",
                                                        "kaiming_uniform", "normal"};
 
@@ -111,13 +111,21 @@ static const char *tstr(const DlcType *t, char buf[DLC_TYPE_STR_MAX]) {
 
 static bool is_float(DlcDType t) { return t == DLC_F32 || t == DLC_F64; }
 
+/* The ops that take an i8 operand (passes/quantize.c): the int8 layers,
+ * dequantize, and the ops that move values without arithmetic, which
+ * keep the operand's scale (max pooling, flatten). */
+static bool reads_int8(DlcOpKind k) {
+    return k == DLC_OP_DEQUANTIZE || k == DLC_OP_QCONV2D || k == DLC_OP_QDENSE ||
+           k == DLC_OP_MAXPOOL || k == DLC_OP_FLATTEN;
+}
+
 /* Operand i must be a batched floating-point tensor of the given rank (or
  * at least min_rank when rank < 0). */
 static bool want_tensor(DlcInfer *inf, int i, int rank, int min_rank,
                         const char *layout) {
     const DlcType *t = &inf->in[i];
     char b[DLC_TYPE_STR_MAX];
-    if (!is_float(t->dtype)) {
+    if (!is_float(t->dtype) && !(t->dtype == DLC_I8 && reads_int8(inf->kind))) {
         dlc_error(inf->ctx, inf->loc, "%s: expects a floating-point tensor, got %s",
                   OPNAME, tstr(t, b));
         return false;
@@ -325,9 +333,9 @@ static bool want_one_activation(DlcInfer *inf) {
     return true;
 }
 
-bool dlc_infer_conv2d(DlcInfer *inf) {
-    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]") || !want_one_activation(inf))
-        return false;
+/* A convolution's attributes checked against its operand x [C,H,W]: the
+ * result's height and width into *oh and *ow (conv2d, qconv2d). */
+static bool conv_geometry(DlcInfer *inf, int64_t *oh_out, int64_t *ow_out) {
     int64_t f = A(FILTERS).i, g = A(GROUPS).i;
     if (!want_positive(inf, "filters", f, 1) || !want_pair(inf, DLC_A_KERNEL, 1) ||
         !want_pair(inf, DLC_A_STRIDE, 1) || !want_pair(inf, DLC_A_PAD, 0) ||
@@ -337,8 +345,8 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
     int64_t c = x->dims[0];
     if (c % g || f % g) {
         dlc_error(inf->ctx, inf->loc,
-                  "conv2d: groups=%lld must divide both the input channels (%lld) "
-                  "and filters (%lld)", (long long)g, (long long)c, (long long)f);
+                  "%s: groups=%lld must divide both the input channels (%lld) "
+                  "and filters (%lld)", OPNAME, (long long)g, (long long)c, (long long)f);
         return false;
     }
     const int64_t *k = A(KERNEL).pair, *s = A(STRIDE).pair,
@@ -348,12 +356,25 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
     if (oh < 1 || ow < 1) {
         char b[DLC_TYPE_STR_MAX];
         dlc_error(inf->ctx, inf->loc,
-                  "conv2d: kernel %lldx%lld (dilation %lldx%lld) does not fit in "
+                  "%s: kernel %lldx%lld (dilation %lldx%lld) does not fit in "
                   "input %s padded by %lldx%lld",
-                  (long long)k[0], (long long)k[1], (long long)d[0], (long long)d[1],
+                  OPNAME, (long long)k[0], (long long)k[1], (long long)d[0], (long long)d[1],
                   tstr(x, b), (long long)p[0], (long long)p[1]);
         return false;
     }
+    *oh_out = oh;
+    *ow_out = ow;
+    return true;
+}
+
+bool dlc_infer_conv2d(DlcInfer *inf) {
+    int64_t oh, ow;
+    if (!want_tensor(inf, 0, 3, 0, "[N,C,H,W]") || !want_one_activation(inf) ||
+        !conv_geometry(inf, &oh, &ow))
+        return false;
+    const DlcType *x = &inf->in[0];
+    int64_t f = A(FILTERS).i, c = x->dims[0], g = A(GROUPS).i;
+    const int64_t *k = A(KERNEL).pair;
     set_out(inf, x->dtype, true, 3, (int64_t[]){f, oh, ow});
     add_param(inf, "weight", x->dtype, 4, (int64_t[]){f, c / g, k[0], k[1]},
               DLC_INIT_KAIMING_UNIFORM, true);
@@ -392,6 +413,72 @@ bool dlc_infer_dense(DlcInfer *inf) {
               DLC_INIT_KAIMING_UNIFORM, true);
     if (A(BIAS).b)
         add_param(inf, "bias", x->dtype, 1, (int64_t[]){units}, DLC_INIT_ZEROS, true);
+    return check_sizes(inf);
+}
+
+/* ---- int8 inference (passes/quantize.c) ---------------------------------- */
+
+/* Operand 0 must be of dtype dt (quantize reads f32, dequantize i8). */
+static bool want_dtype(DlcInfer *inf, DlcDType dt) {
+    const DlcType *x = &inf->in[0];
+    if (x->dtype == dt && x->batched)
+        return true;
+    char b[DLC_TYPE_STR_MAX];
+    dlc_error(inf->ctx, inf->loc, "%s: expects a per-sample %s tensor, got %s", OPNAME,
+              dlc_dtype_name(dt), tstr(x, b));
+    return false;
+}
+
+/* (x of dtype from, @scale f32[]) -> dtype to, x's shape */
+static bool retype(DlcInfer *inf, DlcDType from, DlcDType to) {
+    if (!want_dtype(inf, from))
+        return false;
+    DlcType y = inf->in[0];
+    y.dtype = to;
+    inf->out[inf->nout++] = y;
+    add_param(inf, "scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    return true;
+}
+
+bool dlc_infer_quantize(DlcInfer *inf) { return retype(inf, DLC_F32, DLC_I8); }
+
+bool dlc_infer_dequantize(DlcInfer *inf) { return retype(inf, DLC_I8, DLC_F32); }
+
+/* The parameters of an int8 layer of n outputs, after its weight: the
+ * weight's scales, the bias, the operand's scale and the result's. */
+static void add_int8_params(DlcInfer *inf, int64_t n) {
+    add_param(inf, "weight_scale", DLC_F32, 1, &n, DLC_INIT_ONES, false);
+    add_param(inf, "bias", DLC_F32, 1, &n, DLC_INIT_ZEROS, false);
+    add_param(inf, "input_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    if (!A(FLOAT_OUT).b)
+        add_param(inf, "output_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+}
+
+bool dlc_infer_qconv2d(DlcInfer *inf) {
+    int64_t oh, ow;
+    if (!want_dtype(inf, DLC_I8) || !want_tensor(inf, 0, 3, 0, "[N,C,H,W]") ||
+        !conv_geometry(inf, &oh, &ow))
+        return false;
+    const DlcType *x = &inf->in[0];
+    int64_t f = A(FILTERS).i, c = x->dims[0], g = A(GROUPS).i;
+    const int64_t *k = A(KERNEL).pair;
+    set_out(inf, A(FLOAT_OUT).b ? DLC_F32 : DLC_I8, true, 3, (int64_t[]){f, oh, ow});
+    add_param(inf, "weight", DLC_I8, 4, (int64_t[]){f, c / g, k[0], k[1]}, DLC_INIT_ZEROS, false);
+    add_int8_params(inf, f);
+    return check_sizes(inf);
+}
+
+/* (x i8 [N,...]) -> [units] */
+bool dlc_infer_qdense(DlcInfer *inf) {
+    if (!want_dtype(inf, DLC_I8) || !want_tensor(inf, 0, -1, 1, "[N,...]"))
+        return false;
+    int64_t units = A(UNITS).i;
+    if (!want_positive(inf, "units", units, 1))
+        return false;
+    set_out(inf, A(FLOAT_OUT).b ? DLC_F32 : DLC_I8, true, 1, &units);
+    add_param(inf, "weight", DLC_I8, 2, (int64_t[]){units, dlc_type_numel(&inf->in[0])},
+              DLC_INIT_ZEROS, false);
+    add_int8_params(inf, units);
     return check_sizes(inf);
 }
 
@@ -968,6 +1055,14 @@ bool dlc_infer(DlcInfer *inf) {
                   inf->nin);
         return false;
     }
+    for (int i = 0; i < inf->nin; i++)
+        if (inf->in[i].dtype == DLC_I8 && !reads_int8(inf->kind)) {
+            char b[DLC_TYPE_STR_MAX];
+            dlc_error(inf->ctx, inf->loc, "%s: operand %d is int8 (%s); %s takes no int8 "
+                      "tensor: dequantize it first", op->name, i + 1, tstr(&inf->in[i], b),
+                      op->name);
+            return false;
+        }
     if (!op->infer(inf) || !check_layout(inf))
         return false;
     /* a slice's may be the concatenation the ReLU's result went into, laid

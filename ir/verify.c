@@ -171,6 +171,11 @@ static bool verify_network(DlcCtx *ctx, DlcModule *scratch, const DlcNetwork *ne
                       v->name, (long long)dlc_value_layout(v), dlc_layout_mismatch(NULL, -1));
             return false;
         }
+        if (v->type.dtype == DLC_I8) {
+            dlc_error(ctx, net->loc, "network '%s' returns %%%s, an int8 tensor: a network "
+                      "returns it dequantized", net->name, v->name);
+            return false;
+        }
     }
     return true;
 }

@@ -9,6 +9,8 @@ static const DlcPass table[] = {
     {"cse", "merge ops that compute the same thing from the same operands", dlc_pass_cse},
     {"fuse", "merge an op into the one that computes its operand, which then computes both "
              "(docs/passes.md)", dlc_pass_fuse},
+    {"quantize", "with --quantize=int8, the inference network's layers in int8 "
+                 "(docs/quantization.md)", dlc_pass_quantize},
     {"layout", "choose plain or blocked (NCHWc) layouts for the inference network's tensors "
                "(docs/passes.md)", dlc_pass_layout},
     {"tile", "choose how the CPU computes each convolution and max pooling, from its caches "

@@ -15,7 +15,15 @@ typedef struct DlcTargetCpu {
     int64_t l1, l2; /* bytes of data cache per core */
     int vector;     /* bytes of a SIMD register: 16 (SSE, NEON), 32 (AVX), 64 (AVX-512) */
     int registers;  /* SIMD registers */
+    bool vnni;      /* AVX-512 VNNI (vpdpbusd): the quantize pass's int8 kernels */
 } DlcTargetCpu;
+
+/* --quantize=: the element type the quantize pass gives the inference
+ * network's layers (passes/quantize.c). */
+typedef enum DlcQuantize {
+    DLC_QUANTIZE_NONE, /* the pass leaves the module as it is */
+    DLC_QUANTIZE_INT8, /* int8 with int32 sums, scales from calibration */
+} DlcQuantize;
 
 /* What the command line tells the passes. */
 typedef struct DlcPassOptions {
@@ -26,6 +34,9 @@ typedef struct DlcPassOptions {
     bool gpu;           /* the GPU code generator also reads the result
                            (--target=cpu,cuda, --emit=ptx): fuse leaves out
                            the patterns it has no kernels for */
+    DlcQuantize quantize; /* --quantize= */
+    const char *const *quantize_skip; /* --quantize-skip: layers kept in f32
+                                         (NULL-terminated), or NULL */
 } DlcPassOptions;
 
 typedef struct DlcPass {
@@ -51,6 +62,7 @@ bool dlc_pass_recompute(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_step(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_layout(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_quantize(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 
 /* tile.c: the register block of conv2d (f32; grouped by whole blocks of
  * filters, or depthwise) computed in blocks of b channels from a source in
@@ -69,8 +81,8 @@ double dlc_tile_blocked_conv(const DlcOp *op, const DlcTargetCpu *t, int64_t b, 
 double dlc_tile_blocked_block(const DlcOp *op, const DlcTargetCpu *t, int64_t b, int64_t cb,
                               int64_t nv, int64_t pb);
 
-/* tile.c: the CPU dlc runs on (caches from sysconf, vector width from
- * cpuid), and --target-cpu's "l1=32K,l2=1M,vector=32,registers=16" over
+/* tile.c: the CPU dlc runs on (caches from sysconf, vector width and
+ * VNNI from cpuid), and --target-cpu's "l1=32K,l2=1M,vector=32,registers=16,vnni=1" over
  * it; parse returns NULL, or what is wrong with spec. */
 void dlc_target_cpu_host(DlcTargetCpu *t);
 const char *dlc_target_cpu_parse(const char *spec, DlcTargetCpu *t);

@@ -44,7 +44,10 @@ typedef struct Interval {
 } Interval;
 
 int64_t dlc_plan_elements(const DlcValue *v) {
-    return (dlc_value_numel(v) + 15) & ~(int64_t)15;
+    int64_t n = dlc_value_numel(v);
+    if (v->type.dtype == DLC_I8) /* four to a float (four to a double in f64 code: more than enough) */
+        n = (n + 3) / 4;
+    return (n + 15) & ~(int64_t)15;
 }
 
 static int by_size_then_start(const void *a, const void *b) {

@@ -39,8 +39,9 @@ typedef enum DlcPlanKind {
  * CPU's copies each gradient out at its update instead). */
 void dlc_plan_memory(DlcArena *arena, const DlcNetwork *net, DlcPlanKind kind,
                      bool keep_gradients, DlcMemPlan *plan);
-/* The elements a value (or parameter) takes in the arena: numel rounded up
- * to 16, so that every buffer starts 64-byte aligned. */
+/* The elements a value (or parameter) takes in the arena: numel (a quarter
+ * of it for int8, four to an element) rounded up to 16, so that every
+ * buffer starts 64-byte aligned. */
 int64_t dlc_plan_elements(const DlcValue *v);
 /* The last op that needs an op result, as the plan counts it. */
 int dlc_plan_last_use(const DlcMemPlan *plan, const DlcValue *v);

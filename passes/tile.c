@@ -74,6 +74,7 @@ void dlc_target_cpu_host(DlcTargetCpu *t) {
     t->l2 = l2 > 0 ? l2 : 512 << 10;
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    t->vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
     if (__builtin_cpu_supports("avx512f"))
         t->vector = 64, t->registers = 32;
     else if (__builtin_cpu_supports("avx"))
@@ -82,6 +83,7 @@ void dlc_target_cpu_host(DlcTargetCpu *t) {
         t->vector = 16, t->registers = 16;
 #else
     t->vector = 16, t->registers = 32; /* NEON */
+    t->vnni = false;
 #endif
 }
 
@@ -117,9 +119,11 @@ const char *dlc_target_cpu_parse(const char *spec, DlcTargetCpu *t) {
             t->vector = (int)v;
         else if (key == 9 && strncmp(p, "registers", 9) == 0 && v >= 8 && v <= 64)
             t->registers = (int)v;
+        else if (key == 4 && strncmp(p, "vnni", 4) == 0 && (v == 0 || v == 1))
+            t->vnni = v == 1;
         else
             return "the items are l1=SIZE and l2=SIZE (1K to 64M, and to 4096M; K or M "
-                   "suffix), vector=16|32|64 (bytes) and registers=8..64";
+                   "suffix), vector=16|32|64 (bytes), registers=8..64 and vnni=0|1";
         p += len + (p[len] == ',');
     }
     return NULL;

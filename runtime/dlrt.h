@@ -465,7 +465,7 @@ void dlrt_epoch_order(int64_t *order, int64_t n, bool shuffle, uint64_t seed, in
 /* safetensors.c                                                            */
 /* ------------------------------------------------------------------------ */
 
-typedef enum DlrtDType { DLRT_F32, DLRT_F64, DLRT_I32, DLRT_I64, DLRT_U8 } DlrtDType;
+typedef enum DlrtDType { DLRT_F32, DLRT_F64, DLRT_I32, DLRT_I64, DLRT_U8, DLRT_I8 } DlrtDType;
 
 #define DLRT_MAX_RANK 6
 
@@ -759,6 +759,65 @@ int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
  * `threads`.  Neither depends on more than r, n and threads. */
 int64_t dlrt_rnn_workspace(const DlrtRnn *r, int64_t n, int threads);
 int64_t dlrt_rnn_backward_workspace(const DlrtRnn *r, int64_t n, int threads);
+/* ---- kernels/int8.c: int8 inference (dlc --quantize=int8) --------------- */
+
+/* An int8 convolution, or a dense layer as a 1x1 convolution of [in,1,1]
+ * to [units,1,1]: x [n,c,h,w] int8, w [f,c/groups,kh,kw] int8, sums in
+ * int32 (exact: c/groups * kh * kw at most 65536). */
+typedef struct DlrtQConv {
+    int64_t c, h, w;        /* the operand's channels, height, width */
+    int64_t f, oh, ow;      /* filters, the result's height and width */
+    int64_t kh, kw, sh, sw, ph, pw, dh, dw, groups;
+    bool relu;              /* requantized results clamped to 0..127 */
+    bool vnni;              /* the sums by AVX-512 VNNI's vpdpbusd (the
+                               operand biased by 128 to unsigned, the weights'
+                               sums times 128 taken back): the same integers
+                               as the portable loops; only on a CPU that has it */
+} DlrtQConv;
+
+/* One filter's requantization: y = clamp(round((acc + bias) mult /
+ * 2^shift)), the division rounded half to even, clamped to -128..127 (0..127
+ * with relu). */
+typedef struct DlrtRequant {
+    int32_t bias;   /* the f32 bias in units of the sums' scale, rounded half to even */
+    int32_t mult;   /* the multiplier scale_x scale_w / scale_y as mult / 2^shift, */
+    int32_t shift;  /* mult in 2^30..2^31-1 (0 for a multiplier below 2^-62) */
+} DlrtRequant;
+
+/* The requantization of sums of scale acc_scale (scale_x scale_w[f]) with
+ * the bias `bias` into results of scale out_scale, from their doubles:
+ * bias = rint(bias / acc_scale), mult and shift from frexp(acc_scale /
+ * out_scale).  The scales are positive and finite (checkpoints are checked
+ * when loaded). */
+void dlrt_requant_init(double acc_scale, double bias, double out_scale, DlrtRequant *r);
+/* One sum requantized (what dlrt_qconv_s8 does to each). */
+int8_t dlrt_requantize(int32_t acc, const DlrtRequant *r, bool relu);
+/* Bytes of scratch memory dlrt_qconv_s8 needs on `threads` workers (the
+ * weights padded and their sums, a column buffer per worker), at least
+ * 64-byte aligned. */
+size_t dlrt_qconv_s8_work(const DlrtQConv *q, int threads);
+/* The convolution: with rq (one per filter), y [n,f,oh,ow] int8,
+ * requantized; with rq NULL, the sums alone into acc [n,f,oh,ow] int32
+ * (no bias: an f32 result's epilogue is the caller's). */
+void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
+                   const DlrtRequant *rq, int8_t *y, int32_t *acc, void *work, int threads);
+/* Max pooling of int8 tensors (the windows clipped to the plane, as
+ * dlrt_maxpool_forward's; band and relu_grad are not read). */
+void dlrt_maxpool_s8(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y);
+/* A layer's f32 weights w [f, k] (k: the rest of its dimensions) and bias
+ * b [f] (NULL: none), with an inference batchnorm folded in where bn_w is
+ * not NULL (scale bn_w / sqrt(bn_var + eps) per filter, shift bn_b + (b -
+ * bn_mean) scale, in double), quantized per filter, symmetric: wscale[f] =
+ * max |w'[f]| / 127 (1 for a filter of zeros), qw = rint(w' / wscale)
+ * clamped to -127..127, qbias the folded bias.  Returns the weights' SQNR
+ * in dB (w' against qw wscale; infinite where exact). */
+double dlrt_quantize_weights(int64_t f, int64_t k, const float *w, const float *b,
+                             const float *bn_w, const float *bn_b, const float *bn_mean,
+                             const float *bn_var, double eps, int8_t *qw, float *wscale,
+                             float *qbias);
+/* Whether this CPU has what DlrtQConv.vnni needs (AVX-512 BW and VNNI). */
+bool dlrt_cpu_has_vnni(void);
+
 /* The kernels, for float and (with the suffix _f64) for double: see
  * dlrt_kernels.h, sectioned by family.  f64 serves gradient checks by
  * finite differences. */
@@ -994,6 +1053,38 @@ typedef struct DlrtImageSource {
     const char *eval;          /* eval's and predict's; NULL: none */
 } DlrtImageSource;
 
+/* An int8 program's calibration (dlc --quantize=int8, docs/quantization.md):
+ * its table's `quant`; NULL in an f32 program.  The program holds the int8
+ * network, which eval, predict and bench run, and the f32 network it came
+ * from, which `calibrate` runs on data to choose the activations' scales and
+ * whose weights it folds and quantizes into the int8 network's. */
+typedef struct DlrtQuant {
+    int ninfer;                /* the int8 network's tensors, the table's first:
+                                  what an int8 checkpoint holds */
+    int nscales;               /* activation scales (one per int8 tensor) */
+    const int *scales;         /* each one's tensor index */
+    const int64_t *observed;   /* floats per sample of the f32 tensor each
+                                  scale is calibrated on */
+    int nlayers;               /* int8 layers (qconv2d, qdense) */
+    const char *const *layers; /* their names (the f32 weight's, less .weight) */
+    const int *layer_scales;   /* 3 per layer: the tensor indices of its weight
+                                  scales, operand scale and result scale (-1:
+                                  none, an f32 result) */
+    /* the f32 weights from a checkpoint of the f32 program (NAME.safetensors
+       as `train --save` writes it) */
+    DlrtStatus (*load_f32)(void *net, const char *path, DlrtError *err);
+    /* the f32 network on n samples: its scores, and observed[j] the f32
+       tensor of scale j (n * observed[j] floats each) */
+    DlrtStatus (*calib_forward)(void *net, int64_t n, const float *x, float *scores,
+                                float *const *observed, DlrtError *err);
+    /* every int8 layer's weights and bias from the f32 ones (a batchnorm
+       folded in): sqnr[l] gets layer l's weights' SQNR in dB */
+    void (*quantize_weights)(void *net, double *sqnr);
+    /* the int8 network's tensors alone, as safetensors (the weights I8) */
+    DlrtStatus (*save)(const void *net, const char *path, const DlrtMeta *extra, int nextra,
+                       DlrtError *err);
+} DlrtQuant;
+
 /* A compiled classifier as the command line sees it: what the generated
  * code knows of the network, the train section's defaults, and its API
  * (with the network object as void *). */
@@ -1094,6 +1185,7 @@ typedef struct DlrtModel {
                                   --version and info: "dlc 0.1.0 (commit
                                   1a2b3c4d5e6f)"; set by the main that
                                   `dlc -o` writes (NULL: not known) */
+    const DlrtQuant *quant;    /* an int8 program's calibration, or NULL */
 } DlrtModel;
 
 /* The generated program's main: `train`, `eval`, `predict`, `bench`,

@@ -326,3 +326,11 @@ void DLRT_K(dlrt_embedding_forward)(int64_t count, int64_t vocab, int64_t dim,
 /* dw[vocab, dim] = the sum of dy[i] over the ids i of each token, in order. */
 void DLRT_K(dlrt_embedding_backward)(int64_t count, int64_t vocab, int64_t dim,
                                      const DLRT_REAL *dy, const int32_t *tokens, DLRT_REAL *dw);
+
+/* ---- int8.c: quantize and dequantize (dlc --quantize=int8) ---------------- */
+
+/* q = x / scale rounded half to even (rint), clamped to -128..127; NaN
+ * gives 0.  scale is positive and finite. */
+void DLRT_K(dlrt_quantize_s8)(int64_t count, const DLRT_REAL *x, DLRT_REAL scale, int8_t *q);
+/* y = q * scale */
+void DLRT_K(dlrt_dequantize_s8)(int64_t count, const int8_t *q, DLRT_REAL scale, DLRT_REAL *y);

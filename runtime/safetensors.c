@@ -63,10 +63,10 @@ static bool host_is_little_endian(void) {
     return first == 1;
 }
 
-static const char *const dtype_names[] = {"F32", "F64", "I32", "I64", "U8"};
-static const int dtype_sizes[] = {4, 8, 4, 8, 1};
+static const char *const dtype_names[] = {"F32", "F64", "I32", "I64", "U8", "I8"};
+static const int dtype_sizes[] = {4, 8, 4, 8, 1, 1};
 
-static bool dtype_valid(DlrtDType t) { return (unsigned)t <= (unsigned)DLRT_U8; }
+static bool dtype_valid(DlrtDType t) { return (unsigned)t <= (unsigned)DLRT_I8; }
 
 /* Elements of a shape, or -1 when dims are negative or their product
  * (times 8, the largest dtype size) would overflow int64. */
@@ -751,7 +751,7 @@ static bool parse_dtype(Parser *p, Entry *e) {
     char *s;
     if (!parse_string(p, &s))
         return false;
-    for (int t = 0; t <= (int)DLRT_U8; t++) {
+    for (int t = 0; t <= (int)DLRT_I8; t++) {
         if (strcmp(s, dtype_names[t]) == 0) {
             e->dtype = (DlrtDType)t;
             free(s);

@@ -55,6 +55,9 @@ typedef struct Cpu {
     const DlcNetwork *infer, *train;
     const DlcNetwork *step; /* NAME.step (passes/step.c): NAME at one step, for
                                NAME_forward_step; NULL where it has none */
+    const DlcNetwork *calib; /* NAME.calib (passes/quantize.c): the f32 network of
+                               an int8 one, for calibration; NULL where there is
+                               none, and in f64 code */
     const DlcValue *clip;   /* the training step's largest gradient norm (the
                                scalar input its clip_norm reads), which lives in
                                net->clip (NAME_set_clip); NULL without clipping */
@@ -205,7 +208,8 @@ static Figures figures(const DlcMemPlan *a, const DlcMemPlan *b) {
 static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
     switch (v->kind) {
     case DLC_VAL_PARAM:
-        return dlc_arena_printf(&cpu->arena, "(net->params + %lld)",
+        return dlc_arena_printf(&cpu->arena, "%s(net->params + %lld)",
+                                v->type.dtype == DLC_I8 ? "(int8_t *)" : "",
                                 (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1));
     case DLC_VAL_INPUT:
         if (!v->type.batched)
@@ -216,6 +220,9 @@ static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
         int64_t off = dlc_plan_offset(plan, v);
         if (v->type.dtype == DLC_I32 && v->type.batched) /* maxpool_train's argmax */
             return dlc_arena_printf(&cpu->arena, "(int32_t *)(net->act + %lld * net->max_batch)",
+                                    (long long)off);
+        if (v->type.dtype == DLC_I8) /* int8 inference: always batched */
+            return dlc_arena_printf(&cpu->arena, "(int8_t *)(net->act + %lld * net->max_batch)",
                                     (long long)off);
         if (v->type.batched)
             return dlc_arena_printf(&cpu->arena, "(net->act + %lld * net->max_batch)",
@@ -228,7 +235,7 @@ static const char *where(Cpu *cpu, const DlcMemPlan *plan, const DlcValue *v) {
 }
 
 static const char *ctype(const Cpu *cpu, const DlcValue *v) {
-    return v->type.dtype == DLC_I32 ? "int32_t" : cpu->real;
+    return v->type.dtype == DLC_I32 ? "int32_t" : v->type.dtype == DLC_I8 ? "int8_t" : cpu->real;
 }
 
 /* ---- one function per op -------------------------------------------------- */
@@ -708,6 +715,21 @@ static void put_header(Cpu *cpu, Out *o, const Figures *fig) {
     put(o, "/* Parameter or buffer i (0 <= i < %s_TENSORS), for inspection or for\n"
            " * changing its values in place (which ends %s_freeze's copy). */\n", U, p);
     put(o, "DlrtTensor %s_tensor(%s *net, int i);\n", p, T);
+    if (cpu->calib)
+        put(o, "/* int8 (dlc --quantize=int8; docs/quantization.md): load_with refuses f32\n"
+               " * weights and scales that are not positive and finite.  Calibration: the\n"
+               " * f32 weights (a checkpoint of the f32 network, or its weights alone); the\n"
+               " * f32 network on n samples, its scores and the f32 tensor each activation\n"
+               " * scale is calibrated on; every int8 layer's weights from the f32 ones, a\n"
+               " * batchnorm folded in (sqnr: each layer's weights' SQNR in dB); the int8\n"
+               " * network's tensors alone, as safetensors. */\n"
+               "DlrtStatus %s_load_f32(%s *net, const char *path, DlrtError *err);\n"
+               "DlrtStatus %s_calib_forward(%s *net, int64_t n, const float *x, float *scores,\n"
+               "                            float *const *observed, DlrtError *err);\n"
+               "void %s_quantize_weights(%s *net, double *sqnr);\n"
+               "DlrtStatus %s_save_int8(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
+               "                        DlrtError *err);\n",
+            p, T, p, T, p, T, p, T);
     put(o, "/* Training steps taken (Adam's count, saved in checkpoints), and setting\n"
            " * it, for a copy of the network kept elsewhere (on a GPU). */\n"
            "int32_t %s_step(const %s *net);\nvoid %s_set_step(%s *net, int32_t step);\n", p, T, p, T);
@@ -840,18 +862,19 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
 
     /* tensors */
     put(o, "static const struct { const char *name; int rank; int64_t dims[6]; int64_t offset; "
-           "int init; int64_t fan_in; } TENSORS[] = {\n");
+           "int init; int64_t fan_in; bool int8; } TENSORS[] = {\n");
     for (int i = 0; i < cpu->nparams; i++) {
         const DlcValue *v = cpu->params[i];
         put(o, "    {\"%s\", %d, {", v->name, v->type.rank);
         for (int d = 0; d < v->type.rank; d++)
             put(o, "%s%lld", d ? ", " : "", (long long)v->type.dims[d]);
-        put(o, "}, %lld, %d, %lld},\n",
+        put(o, "}, %lld, %d, %lld, %s},\n",
             (long long)((intptr_t)dlc_map_get(&cpu->param_off, v->name) - 1), (int)v->init,
-            (long long)(v->fan_in ? v->fan_in : v->type.rank ? numel(v) / v->type.dims[0] : 1));
+            (long long)(v->fan_in ? v->fan_in : v->type.rank ? numel(v) / v->type.dims[0] : 1),
+            v->type.dtype == DLC_I8 ? "true" : "false");
     }
     if (!cpu->nparams)
-        put(o, "    {NULL, 0, {0}, 0, 0, 0}, /* no tensor: ISO C has no empty array */\n");
+        put(o, "    {NULL, 0, {0}, 0, 0, 0, false}, /* no tensor: ISO C has no empty array */\n");
     put(o, "};\n\n");
     put(o, "int32_t %s_step(const %s *net) { return net->step; }\n"
            "void %s_set_step(%s *net, int32_t step) { net->step = step; }\n\n", p, T, p, T);
@@ -860,7 +883,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
                "void %s_set_clip(%s *net, %s clip) { net->clip = clip; }\n\n",
             cpu->real, p, T, p, T, cpu->real);
     put(o, "static DlrtTensor tensor_at(const %s *net, int i) {\n"
-           "    DlrtTensor t = {TENSORS[i].name, %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
+           "    DlrtTensor t = {TENSORS[i].name, TENSORS[i].int8 ? DLRT_I8 : %s, TENSORS[i].rank, {0}, net->params + TENSORS[i].offset};\n"
            "    for (int d = 0; d < t.rank; d++)\n        t.dims[d] = TENSORS[i].dims[d];\n"
            "    return t;\n}\n\n", T, cpu->f64 ? "DLRT_F64" : "DLRT_F32");
     put(o, "DlrtTensor %s_tensor(%s *net, int i) {\n"
@@ -888,7 +911,8 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    for (int i = 0; i < %d; i++) {\n"
            "        DlrtTensor t = tensor_at(net, i);\n"
            "        int64_t count = 1;\n        for (int d = 0; d < t.rank; d++)\n            count *= t.dims[d];\n"
-           "        if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
+           "        if (TENSORS[i].int8)\n            memset(t.data, 0, (size_t)count);\n"
+           "        else if (TENSORS[i].init == %d)\n            dlrt_init_kaiming_uniform%s(t.data, count, TENSORS[i].fan_in, &rng);\n"
            "%s"
            "        else\n            dlrt_init_constant%s(t.data, count, TENSORS[i].init == %d ? 1 : 0);\n"
            "    }\n"
@@ -960,10 +984,21 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
     /* checkpoints: the tensors, and in the metadata the network, the dlc
        version and the steps taken (Adam's bias correction and dropout's
        masks depend on it, so resuming must restore it) */
+    /* an int8 program's: the f32 tensors, those its int8 network does not
+       have of its own, as the f32 program saves them (calibrate reads them) */
+    int nsaved = cpu->nparams;
+    if (cpu->calib) {
+        put(o, "static const int F32_TENSORS[] = {");
+        nsaved = 0;
+        for (int i = 0; i < cpu->nparams; i++)
+            if (i >= cpu->infer->nparams || dlc_map_get(&cpu->calib->names, cpu->params[i]->name))
+                put(o, "%s%d", nsaved++ ? ", " : "", i);
+        put(o, "%s};\n\n", nsaved ? "" : "0");
+    }
     put(o, "DlrtStatus %s_save_with(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
            "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
-           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, i);\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, %s);\n"
            "    char step[32];\n"
            "    snprintf(step, sizeof step, \"%%lld\", (long long)net->step);\n"
            "    DlrtMeta meta[3 + DLRT_MAX_META];\n"
@@ -976,13 +1011,14 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    return dlrt_save_safetensors(path, t, %d, meta, 3 + nextra, err);\n}\n\n"
            "DlrtStatus %s_save(const %s *net, const char *path, DlrtError *err) {\n"
            "    return %s_save_with(net, path, NULL, 0, err);\n}\n\n",
-        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, net->name, DLC_VERSION,
-        cpu->nparams, p, T, p);
+        p, T, nsaved ? nsaved : 1, nsaved, cpu->calib ? "F32_TENSORS[i]" : "i", net->name,
+        DLC_VERSION, nsaved, p, T, p);
     /* a full checkpoint restores the optimizer state too; a file of the
        inference network's tensors only (weights, as PyTorch saves them)
        loads with the optimizer state reset */
     int ninfer = cpu->infer->nparams;
-    put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
+    /* an int8 program's checks its loads (put_quant_api) */
+    put(o, "%sDlrtStatus %s_load_%s(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
            "                        DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
            "    net->frozen = false; /* even a load that fails may change the weights */\n"
@@ -1006,13 +1042,209 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
            "    if (st == DLRT_OK && meta) {\n        *meta = m;\n        *nmeta = nm;\n"
            "    } else\n        dlrt_meta_free(m, nm);\n"
            "    return st;\n}\n\n"
-           "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
-           "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
-        p, T, cpu->nparams ? cpu->nparams : 1, cpu->nparams, cpu->nparams, ninfer,
-        cpu->nparams, ninfer, ninfer, cpu->nparams, cpu->f64 ? "dlrt_init_constant_f64" : "dlrt_init_constant", p, T, p);
+           "%s",
+        cpu->calib ? "static " : "", p, cpu->calib ? "tensors" : "with", T,
+        cpu->nparams ? cpu->nparams : 1, cpu->nparams, cpu->nparams, ninfer,
+        cpu->nparams, ninfer, ninfer, cpu->nparams, cpu->f64 ? "dlrt_init_constant_f64" : "dlrt_init_constant",
+        cpu->calib ? "" : dlc_arena_printf(&cpu->arena,
+                                           "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
+                                           "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
+                                           p, T, p));
 }
 
+/* ---- int8 programs: calibration (dlc --quantize=int8) --------------------- */
+
 static bool is_classifier(const DlcNetwork *net, const DlcNetwork *tn);
+
+/* p's index in TENSORS */
+static int tensor_index(const Cpu *cpu, const DlcValue *p) {
+    for (int i = 0; i < cpu->nparams; i++)
+        if (strcmp(cpu->params[i]->name, p->name) == 0)
+            return i;
+    dlc_unreachable("cpu: no tensor %s", p->name);
+}
+
+static bool is_int8_layer(const DlcOp *op) {
+    return op->kind == DLC_OP_QCONV2D || op->kind == DLC_OP_QDENSE;
+}
+
+/* The op of NAME.calib that an int8 layer of NAME came from: the one whose
+ * result has its name (passes/quantize.c). */
+static const DlcOp *f32_layer(const Cpu *cpu, const DlcOp *q) {
+    const DlcValue *v = dlc_map_get(&cpu->calib->names, q->out[0]->name);
+    if (!v || v->kind != DLC_VAL_OP)
+        dlc_unreachable("cpu: %s has no f32 layer in %s", q->out[0]->name, cpu->calib->name);
+    return v->def;
+}
+
+/* NAME_load_f32, NAME_calib_forward, NAME_quantize_weights, NAME_save_int8
+ * and NAME_load_with, which refuses an f32 checkpoint and bad scales: the
+ * DlrtQuant of an int8 program (runtime/dlrt.h). */
+static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
+    const char *p = cpu->prefix, *T = cpu->type;
+    const DlcNetwork *net = cpu->infer, *cal = cpu->calib;
+    int ninfer = net->nparams;
+    put(o, "\n/* ---- int8: calibration (dlc --quantize=int8; network @%s) ---- */\n\n", cal->name);
+    /* the f32 tensors (F32_TENSORS, put_api): those that are not the int8
+       network's own */
+    int nf32 = 0;
+    for (int i = 0; i < cpu->nparams; i++)
+        nf32 += i >= ninfer || dlc_map_get(&cal->names, cpu->params[i]->name);
+    put(o, "static const int CALIB_TENSORS[] = {");
+    for (int i = 0; i < cal->nparams; i++)
+        put(o, "%s%d", i ? ", " : "", tensor_index(cpu, cal->params[i]));
+    put(o, "%s};\n", cal->nparams ? "" : "0");
+    /* the table's arrays (the command line's): the activation scales, in
+       order (NAME's scalar parameters), and the layers' names */
+    bool table = is_classifier(net, cpu->train);
+    Out none = {.name = o->name};
+    none.f = open_memstream(&none.buf, &none.len);
+    Out *to = table ? o : &none;
+    int nscales = 0;
+    put(to, "static const int SCALES[] = {");
+    for (int i = 0; i < ninfer; i++)
+        if (net->params[i]->type.rank == 0)
+            put(to, "%s%d", nscales++ ? ", " : "", tensor_index(cpu, net->params[i]));
+    put(to, "%s};\nstatic const int64_t OBSERVED[] = {", nscales ? "" : "0");
+    if (cal->noutputs != net->noutputs + nscales)
+        dlc_unreachable("cpu: %s returns %d tensors for %d scales", cal->name, cal->noutputs, nscales);
+    for (int j = 0; j < nscales; j++)
+        put(to, "%s%lld", j ? ", " : "", (long long)numel(cal->outputs[net->noutputs + j]));
+    put(to, "%s};\n", nscales ? "" : "0");
+    int nlayers = 0;
+    put(to, "static const char *const QLAYERS[] = {");
+    for (int i = 0; i < net->nops; i++)
+        if (is_int8_layer(net->ops[i])) {
+            const char *w = net->ops[i]->in[1]->name;
+            put(to, "%s\"%.*s\"", nlayers++ ? ", " : "", (int)(strlen(w) - strlen(".qweight")), w);
+        }
+    put(to, "%s};\n", nlayers ? "" : "NULL");
+    /* every scale of the layers, which a load checks */
+    put(o, "static const int QLAYER_SCALES[] = {");
+    int k = 0;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        if (is_int8_layer(op))
+            put(o, "%s%d, %d, %d", k++ ? ", " : "", tensor_index(cpu, op->in[2]),
+                tensor_index(cpu, op->in[4]), op->nin > 5 ? tensor_index(cpu, op->in[5]) : -1);
+    }
+    put(o, "%s};\n\n", k ? "" : "0");
+
+    put(o, "DlrtStatus %s_load_f32(%s *net, const char *path, DlrtError *err) {\n"
+           "    DlrtTensor t[%d];\n"
+           "    net->frozen = false;\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, F32_TENSORS[i]);\n"
+           "    DlrtStatus st = dlrt_load_safetensors(path, t, %d, NULL, NULL, err);\n"
+           "    if (st == DLRT_E_SHAPE) { /* the f32 network's weights alone, whose message says\n"
+           "                                 what the file lacks of them */\n"
+           "        for (int i = 0; i < %d; i++)\n            t[i] = tensor_at(net, CALIB_TENSORS[i]);\n"
+           "        st = dlrt_load_safetensors(path, t, %d, NULL, NULL, err);\n"
+           "    }\n"
+           "    return st;\n}\n\n",
+        p, T, nf32 ? nf32 : 1, nf32, nf32, cal->nparams, cal->nparams);
+
+    put(o, "DlrtStatus %s_calib_forward(%s *net, int64_t n, const float *x, float *scores,\n"
+           "                            float *const *observed, DlrtError *err) {\n"
+           "    if (n < 1 || n > net->max_batch)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"batch of %%lld samples; this network takes 1 to %%lld\", (long long)n, (long long)net->max_batch);\n"
+           "    run_calib(net, n, x);\n", p, T);
+    for (int i = 0; i < cal->noutputs; i++) {
+        const DlcValue *v = cal->outputs[i];
+        if (i < net->noutputs && i > 0)
+            continue; /* the scores: the first output */
+        put(o, "    memcpy(%s, %s, sizeof(float) * (size_t)(n * %lld));\n",
+            i == 0 ? "scores" : dlc_arena_printf(&cpu->arena, "observed[%d]", i - net->noutputs),
+            v->kind == DLC_VAL_INPUT ? "x" : where(cpu, sc, v), (long long)numel(v));
+    }
+    put(o, "    return DLRT_OK;\n}\n\n");
+
+    put(o, "void %s_quantize_weights(%s *net, double *sqnr) {\n    net->frozen = false;\n", p, T);
+    int l = 0;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *q = net->ops[i];
+        if (!is_int8_layer(q))
+            continue;
+        const DlcOp *f = f32_layer(cpu, q);
+        const DlcValue *w = f->in[f->nin - f->nparams], *b = dlc_op_bias(f);
+        int bn = dlc_op_folded_batchnorm(f);
+        int64_t filters = w->type.dims[0];
+        put(o, "    sqnr[%d] = dlrt_quantize_weights(%lld, %lld, %s, %s, ", l++, (long long)filters,
+            (long long)(numel(w) / filters), where(cpu, NULL, w), b ? where(cpu, NULL, b) : "NULL");
+        if (bn >= 0)
+            put(o, "%s, %s, %s, %s, %.17g, ", where(cpu, NULL, f->in[bn]),
+                where(cpu, NULL, f->in[bn + 1]), where(cpu, NULL, f->in[bn + 2]),
+                where(cpu, NULL, f->in[bn + 3]), dlc_attr_float(f, DLC_A_BN_EPS));
+        else
+            put(o, "NULL, NULL, NULL, NULL, 0, ");
+        put(o, "%s, %s, %s);\n", where(cpu, NULL, q->in[1]), where(cpu, NULL, q->in[2]),
+            where(cpu, NULL, q->in[3]));
+    }
+    put(o, "%s}\n\n", l ? "" : "    (void)sqnr;\n");
+
+    put(o, "DlrtStatus %s_save_int8(const %s *net, const char *path, const DlrtMeta *extra, int nextra,\n"
+           "                        DlrtError *err) {\n"
+           "    DlrtTensor t[%d];\n"
+           "    for (int i = 0; i < %d; i++)\n        t[i] = tensor_at(net, i);\n"
+           "    DlrtMeta meta[3 + DLRT_MAX_META];\n"
+           "    meta[0] = (DlrtMeta){\"network\", \"%s\"};\n"
+           "    meta[1] = (DlrtMeta){\"dlc_version\", \"%s\"};\n"
+           "    meta[2] = (DlrtMeta){\"quantized\", \"int8\"};\n"
+           "    if (nextra < 0 || nextra > DLRT_MAX_META)\n"
+           "        return dlrt_fail(err, DLRT_E_ARG, \"%%d metadata entries; at most %%d\", nextra, DLRT_MAX_META);\n"
+           "    for (int i = 0; i < nextra; i++)\n        meta[3 + i] = extra[i];\n"
+           "    return dlrt_save_safetensors(path, t, %d, meta, 3 + nextra, err);\n}\n\n",
+        p, T, ninfer ? ninfer : 1, ninfer, net->name, DLC_VERSION, ninfer);
+
+    /* the load: an f32 checkpoint is refused by name, and every scale
+       must be positive and finite */
+    put(o, "DlrtStatus %s_load_with(%s *net, const char *path, DlrtMeta **meta, int *nmeta,\n"
+           "                        DlrtError *err) {\n"
+           "    DlrtStatus st = %s_load_tensors(net, path, meta, nmeta, err);\n"
+           "    DlrtError f32;\n"
+           "    if (st == DLRT_E_SHAPE && %s_load_f32(net, path, &f32) == DLRT_OK)\n"
+           "        return dlrt_fail(err, DLRT_E_SHAPE, \"%%s holds the f32 weights of %s, and this program \"\n"
+           "                         \"runs it in int8 (dlc --quantize=int8): calibrate them first \"\n"
+           "                         \"(calibrate --weights %%s --data DIR --save INT8.safetensors)\", path, path);\n"
+           "    if (st != DLRT_OK)\n        return st;\n"
+           "    for (int l = 0; l < %d * 3; l++) {\n"
+           "        if (QLAYER_SCALES[l] < 0)\n            continue;\n"
+           "        DlrtTensor t = tensor_at(net, QLAYER_SCALES[l]);\n"
+           "        int64_t count = t.rank ? t.dims[0] : 1;\n"
+           "        for (int64_t i = 0; i < count; i++) {\n"
+           "            float v = ((const float *)t.data)[i];\n"
+           "            if (v > 0 && isfinite(v))\n                continue;\n"
+           "            if (meta) {\n                dlrt_meta_free(*meta, *nmeta);\n"
+           "                *meta = NULL;\n                *nmeta = 0;\n            }\n"
+           "            return dlrt_fail(err, DLRT_E_FORMAT, \"%%s: the scale %%s[%%lld] is %%g: a scale must be \"\n"
+           "                             \"positive and finite\", path, t.name, (long long)i, (double)v);\n"
+           "        }\n"
+           "    }\n"
+           "    return DLRT_OK;\n}\n\n"
+           "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
+           "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
+        p, T, p, p, net->name, nlayers, p, T, p);
+
+    fclose(none.f);
+    free(none.buf);
+    if (!table)
+        return;
+    put(o, "\nstatic DlrtStatus quant_load_f32(void *net, const char *path, DlrtError *err) {\n"
+           "    return %s_load_f32(net, path, err);\n}\n"
+           "static DlrtStatus quant_calib_forward(void *net, int64_t n, const float *x, float *scores,\n"
+           "                                      float *const *observed, DlrtError *err) {\n"
+           "    return %s_calib_forward(net, n, x, scores, observed, err);\n}\n"
+           "static void quant_quantize_weights(void *net, double *sqnr) { %s_quantize_weights(net, sqnr); }\n"
+           "static DlrtStatus quant_save(const void *net, const char *path, const DlrtMeta *extra, int nextra,\n"
+           "                             DlrtError *err) {\n"
+           "    return %s_save_int8(net, path, extra, nextra, err);\n}\n"
+           "static const DlrtQuant QUANT = {\n"
+           "    .ninfer = %d,\n    .nscales = %d,\n    .scales = SCALES,\n    .observed = OBSERVED,\n"
+           "    .nlayers = %d,\n    .layers = QLAYERS,\n    .layer_scales = QLAYER_SCALES,\n"
+           "    .load_f32 = quant_load_f32,\n    .calib_forward = quant_calib_forward,\n"
+           "    .quantize_weights = quant_quantize_weights,\n    .save = quant_save,\n};\n",
+        p, p, p, p, ninfer, nscales, nlayers);
+}
+
 static void put_call_with_ids(Cpu *cpu, Out *o, const DlcValue *in, const char *call);
 
 /* ---- data-parallel training: NAME_train_step_dist -------------------------- */
@@ -1562,6 +1794,8 @@ static void put_model(Cpu *cpu, Out *o) {
         put(o, "    .hash = 0x%016llxull,\n    .nbuckets = %d,\n    .buckets = DIST_BUCKETS,\n"
                "    .grad_floats = %lld,\n    .train_step_dist = model_train_step_dist,\n",
             network_hash(cpu->m), cpu->buckets.nbuckets, (long long)cpu->buckets.floats);
+    if (cpu->calib)
+        put(o, "    .quant = &QUANT,\n");
     put(o, "};\n");
     free(layers);
     free(optimizer);
@@ -1589,6 +1823,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     cpu.clip = clip_input(cpu.train);
     snprintf(train_name, sizeof train_name, "%s.step", net->name);
     cpu.step = dlc_module_find_network(m, train_name);
+    snprintf(train_name, sizeof train_name, "%s.calib", net->name);
+    cpu.calib = f64 ? NULL : dlc_module_find_network(m, train_name); /* gradcheck has no use of it */
     const char *pre = cpu.prefix;
     snprintf(cpu.type, sizeof cpu.type, "%c%s", pre[0] >= 'a' && pre[0] <= 'z' ? pre[0] - 'a' + 'A'
                                                                               : pre[0], pre + 1);
@@ -1599,6 +1835,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         add_param(&cpu, net->params[i]);
     for (int i = 0; cpu.train && i < cpu.train->nparams; i++)
         add_param(&cpu, cpu.train->params[i]);
+    for (int i = 0; cpu.calib && i < cpu.calib->nparams; i++)
+        add_param(&cpu, cpu.calib->params[i]);
     dlc_map_init(&cpu.state_off, &cpu.arena);
     add_states(&cpu, net);
     add_states(&cpu, cpu.train);
@@ -1619,13 +1857,15 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
     for (int i = 0; i < net->nops; i++)
         cpu.packed_floats += packed_span(&cpu, net->ops[i]);
 
-    DlcMemPlan si, st, ss;
+    DlcMemPlan si, st, ss, sc;
     DlcPlanKind kind = !opt || opt->plan_memory ? DLC_PLAN_SHARED : DLC_PLAN_OWN;
     dlc_plan_memory(&cpu.arena, net, kind, false, &si);
     if (cpu.train)
         dlc_plan_memory(&cpu.arena, cpu.train, kind, false, &st);
     if (cpu.step)
         dlc_plan_memory(&cpu.arena, cpu.step, kind, false, &ss);
+    if (cpu.calib)
+        dlc_plan_memory(&cpu.arena, cpu.calib, kind, false, &sc);
     add_gradient_copies(&cpu);
     cpu.dist = dist_wanted(&cpu);
     if (cpu.dist) {
@@ -1645,6 +1885,11 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
                                     .naive = {fig.naive[0], fig.naive[1]},
                                     .lower = {fig.lower[0], fig.lower[1]}},
                       &ss);
+    if (cpu.calib) /* and the f32 network of an int8 one */
+        fig = figures(&(DlcMemPlan){.size = {fig.arena[0], fig.arena[1]},
+                                    .naive = {fig.naive[0], fig.naive[1]},
+                                    .lower = {fig.lower[0], fig.lower[1]}},
+                      &sc);
     put_header(&cpu, &h, &fig);
     if (cpu.dist)
         put_dist_header(&cpu, &h);
@@ -1676,7 +1921,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
             "#define LAP(K) (net->profile ? (void)(lap = dlrt_profile_lap(net->profile, (K), lap)) : (void)0)\n");
     cpu.op_rows = dlc_arena_alloc(&cpu.arena, sizeof(char *) *
                                   (size_t)(net->nops + (cpu.train ? cpu.train->nops : 0) +
-                                           (cpu.step ? cpu.step->nops : 0) + 1));
+                                           (cpu.step ? cpu.step->nops : 0) +
+                                           (cpu.calib ? cpu.calib->nops : 0) + 1));
     put(&c, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_network(&cpu, &c, net, &si, "infer");
     if (cpu.train) {
@@ -1687,6 +1933,10 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put(&c, "\n/* ---- one step: network @%s ---- */\n", cpu.step->name);
         put_network(&cpu, &c, cpu.step, &ss, "step");
     }
+    if (cpu.calib) {
+        put(&c, "\n/* ---- the f32 network, for calibration: network @%s ---- */\n", cpu.calib->name);
+        put_network(&cpu, &c, cpu.calib, &sc, "calib");
+    }
     put(&c, "\n/* The profile's rows (DLRT_PROFILE=1): the ops, in the order of LAP. */\n"
             "static const char *const OP_ROWS[%d] = {\n", cpu.nop_rows ? cpu.nop_rows : 1);
     for (int i = 0; i < cpu.nop_rows; i++)
@@ -1695,6 +1945,8 @@ static bool emit_network(DlcCtx *ctx, const DlcModule *m, const DlcNetwork *net,
         put(&c, "    NULL, /* no op: ISO C has no empty array */\n");
     put(&c, "};\n");
     put_api(&cpu, &c, &si, cpu.train ? &st : NULL, cpu.step ? &ss : NULL, &fig);
+    if (cpu.calib)
+        put_quant_api(&cpu, &c, &sc);
     if (cpu.dist)
         put_dist(&cpu, &c, &st);
     if (is_classifier(cpu.infer, cpu.train) && f64) {
@@ -1732,7 +1984,7 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
 }
 
 const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "step", "cse", "dce",
-                                      "fuse", "layout", "tile", "recompute", NULL};
+                                      "fuse", "quantize", "layout", "tile", "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "cpu",

@@ -118,7 +118,10 @@ void dlc_cpu_emit_maxpool(Emit *e, Out *o, const DlcOp *op) {
         return;
     }
     put_pool(o, op, &op->in[0]->type, &op->out[0]->type);
-    put(o, "    dlrt_maxpool_forward(&pool, n, a0, r0);\n");
+    if (op->in[0]->type.dtype == DLC_I8) /* (): the same kernel in f64 code */
+        put(o, "    (dlrt_maxpool_s8)(&pool, n, a0, r0);\n");
+    else
+        put(o, "    dlrt_maxpool_forward(&pool, n, a0, r0);\n");
 }
 
 void dlc_cpu_emit_avgpool(Emit *e, Out *o, const DlcOp *op) {

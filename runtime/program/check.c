@@ -228,6 +228,7 @@ static double value_at(const DlrtTensor *t, int64_t j) {
     case DLRT_I32: return ((const int32_t *)t->data)[j];
     case DLRT_I64: return (double)((const int64_t *)t->data)[j];
     case DLRT_U8: return ((const uint8_t *)t->data)[j];
+    case DLRT_I8: return ((const int8_t *)t->data)[j];
     }
     return NAN;
 }

@@ -676,7 +676,7 @@ bool dlrt_dist_same_weights(DlrtDist *d, const DlrtModel *m, void *net) {
             count *= t.dims[k];
         const unsigned char *p = t.data;
         size_t bytes = (size_t)count * (t.dtype == DLRT_F64 || t.dtype == DLRT_I64 ? 8
-                                         : t.dtype == DLRT_U8                      ? 1
+                                         : t.dtype == DLRT_U8 || t.dtype == DLRT_I8 ? 1
                                                                                    : 4);
         for (size_t k = 0; k < bytes; k++)
             h = (h ^ p[k]) * 1099511628211ull;

@@ -40,7 +40,7 @@
 /* The commands, as bits, so that a flag can name those it belongs to. */
 enum {
     TRAIN = 1, EVAL = 2, PREDICT = 4, BENCH = 8, INFO = 16, GRADCHECK = 32, CHECK = 64,
-    SAMPLE = 128, EVERY = 255
+    SAMPLE = 128, CALIBRATE = 256, EVERY = 511
 };
 
 /* More threads than this is a typing mistake, not a machine. */
@@ -85,8 +85,83 @@ static void bucket_plan(const DlrtModel *m, int64_t ranks) {
            ranks > 1 ? "" : " (one rank: none)");
 }
 
+/* info --weights of an int8 program: each layer's scales in the
+ * checkpoint, and the SQNRs calibrate recorded in it; false after a
+ * message. */
+static bool quant_info(const DlrtModel *m, const Options *o) {
+    const DlrtQuant *q = m->quant;
+    void *net = NULL;
+    DlrtMeta *meta = NULL;
+    int nmeta = 0;
+    DlrtError err;
+    if (m->create(&net, 1, 0, &err) != DLRT_OK ||
+        m->load(net, o->weights, &meta, &nmeta, &err) != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", m->name, err.message);
+        if (net)
+            m->free(net);
+        return false;
+    }
+    const char *wsqnr = "", *asqnr = "", *scores = NULL, *calib = NULL;
+    for (int i = 0; i < nmeta; i++) {
+        if (strcmp(meta[i].key, "sqnr_weights") == 0)
+            wsqnr = meta[i].value;
+        else if (strcmp(meta[i].key, "sqnr_activations") == 0)
+            asqnr = meta[i].value;
+        else if (strcmp(meta[i].key, "sqnr_scores") == 0)
+            scores = meta[i].value;
+        else if (strcmp(meta[i].key, "calibration") == 0)
+            calib = meta[i].value;
+    }
+    int64_t bytes = 0;
+    for (int i = 0; i < q->ninfer; i++) {
+        DlrtTensor t = m->tensor(net, i);
+        int64_t count = 1;
+        for (int d = 0; d < t.rank; d++)
+            count *= t.dims[d];
+        bytes += count * (t.dtype == DLRT_I8 ? 1 : 4);
+    }
+    printf("\nint8 weights %s (calibration: %s): %.1f KiB of tensors\n", o->weights,
+           calib ? calib : "not recorded", (double)bytes / 1024);
+    printf("  %-24s weight scales          input scale  output scale  weight SQNR\n", "layer");
+    for (int l = 0; l < q->nlayers; l++) {
+        const int *ls = q->layer_scales + 3 * l;
+        DlrtTensor w = m->tensor(net, ls[0]);
+        float lo = INFINITY, hi = 0;
+        for (int64_t i = 0; i < w.dims[0]; i++) {
+            float v = ((const float *)w.data)[i];
+            lo = v < lo ? v : lo, hi = v > hi ? v : hi;
+        }
+        char out[32] = "f32 scores";
+        if (ls[2] >= 0)
+            snprintf(out, sizeof out, "%.6g", (double)*(const float *)m->tensor(net, ls[2]).data);
+        /* the layer's figure in "name=value ..." */
+        char key[160], sq[32] = "-";
+        snprintf(key, sizeof key, "%s=", q->layers[l]);
+        for (const char *p = wsqnr; (p = strstr(p, key)); p++)
+            if (p == wsqnr || p[-1] == ' ') {
+                snprintf(sq, sizeof sq, "%.*s dB", (int)strcspn(p + strlen(key), " "),
+                         p + strlen(key));
+                break;
+            }
+        printf("  %-24s %.4g to %-12.4g %11.6g  %12s  %11s\n", q->layers[l], (double)lo,
+               (double)hi, (double)*(const float *)m->tensor(net, ls[1]).data, out, sq);
+    }
+    if (*asqnr)
+        printf("activations' SQNR (dB): %s\n", asqnr);
+    if (scores)
+        printf("scores against the f32 network's: SQNR %s\n", scores);
+    dlrt_meta_free(meta, nmeta);
+    m->free(net);
+    return true;
+}
+
 static int info(const DlrtModel *m, const Options *o) {
     double start = dlrt_clock();
+    if (o->weights && !m->quant) {
+        fprintf(stderr, "%s: info --weights is for an int8 program (dlc --quantize=int8)\n",
+                m->name);
+        return 2;
+    }
     printf("network %s (from %s)\ninput [", m->name, m->source);
     for (int i = 0; i < m->rank; i++)
         printf("%s%lld", i ? ", " : "", (long long)m->dims[i]);
@@ -125,6 +200,11 @@ static int info(const DlrtModel *m, const Options *o) {
     printf("compiled by: %s\n", m->dlc ? m->dlc : "dlc (version not recorded)");
     if (o->ranks > 0)
         bucket_plan(m, o->ranks);
+    if (m->quant)
+        printf("int8: %d layers in int8 (dlc --quantize=int8); calibrate sets their scales\n",
+               m->quant->nlayers);
+    if (o->weights && !quant_info(m, o))
+        return 1;
     Report r = dlrt_report_new("info");
     r.seconds = dlrt_clock() - start;
     return dlrt_report_write(m, o, &r) ? 0 : 1;
@@ -145,6 +225,7 @@ static const Command commands[] = {
     {"check", CHECK, dlrt_check_command},
     {"info", INFO, info},
     {"sample", SAMPLE, dlrt_sample_command},
+    {"calibrate", CALIBRATE, dlrt_calibrate_command},
 };
 
 /* ---- parsing ------------------------------------------------------------- */
@@ -155,11 +236,12 @@ static const struct {
     unsigned commands;
 } flags[] = {
     {"--batch", EVERY}, {"--threads", EVERY}, {"--report", EVERY}, {"--device", EVERY},
-    {"--data", TRAIN | EVAL | CHECK | BENCH}, {"--epochs", TRAIN}, {"--limit", TRAIN},
+    {"--data", TRAIN | EVAL | CHECK | BENCH | CALIBRATE}, {"--epochs", TRAIN}, {"--limit", TRAIN},
     {"--lr", TRAIN | BENCH | CHECK}, {"--clip", TRAIN | BENCH | CHECK},
     {"--seed", TRAIN | BENCH | GRADCHECK | CHECK | SAMPLE},
-    {"--save", TRAIN}, {"--resume", TRAIN}, {"--log", TRAIN},
-    {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE}, {"--mode", BENCH},
+    {"--save", TRAIN | CALIBRATE}, {"--resume", TRAIN}, {"--log", TRAIN},
+    {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE | CALIBRATE | INFO},
+    {"--mode", BENCH}, {"--samples", CALIBRATE}, {"--method", CALIBRATE},
     {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
     {"--prime", SAMPLE}, {"--length", SAMPLE}, {"--temperature", SAMPLE},
     {"--workers", TRAIN | EVAL | BENCH}, {"--timeout", TRAIN}, {"--ranks", INFO},
@@ -197,6 +279,8 @@ static int usage(const DlrtModel *m, FILE *out) {
             "                    weights and compare the gradients and the updated tensors\n"
             "  info              the network's layers, parameters and memory\n"
             "  sample            write text with a language model's saved weights\n"
+            "  calibrate         an int8 program (dlc --quantize=int8): its scales and\n"
+            "                    weights from f32 weights and data, as an int8 checkpoint\n"
             "\n"
             "options of every command:\n"
             "  --device DEVICE    cpu or cuda (an NVIDIA GPU): where the network runs (cpu)%s\n"
@@ -236,6 +320,16 @@ static int usage(const DlrtModel *m, FILE *out) {
             "info:\n"
             "  --ranks K          also the gradient buckets of data-parallel training on K\n"
             "                     ranks\n"
+            "  --weights FILE     an int8 program: each layer's scales and SQNR in this\n"
+            "                     checkpoint of calibrate\n"
+            "\n"
+            "calibrate (an int8 program):\n"
+            "  --weights FILE     the f32 weights (a checkpoint of the f32 program)\n"
+            "  --data DIR         the IDX folder whose train split it runs on\n"
+            "  --samples N        the first N samples of it (1000), at least 2\n"
+            "  --method M         minmax, percentile (99.99%%) or entropy (TensorRT's KL\n"
+            "                     divergence) (minmax)\n"
+            "  --save FILE        the int8 checkpoint to write\n"
             "\n"
             "predict:\n"
             "  --weights FILE     the weights to classify with\n"
@@ -300,7 +394,7 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
         {"--limit", 1, INT64_MAX, &o->limit}, {"--iters", 1, 1000000, &o->iters},
         {"--warmup", 0, 1000000, &o->warmup}, {"--threads", 1, MAX_THREADS, &o->threads},
         {"--length", 0, 100000000, &o->length}, {"--workers", 1, 1024, &o->workers},
-        {"--ranks", 1, 1 << 20, &o->ranks},
+        {"--ranks", 1, 1 << 20, &o->ranks}, {"--samples", 1, INT64_MAX, &o->samples},
     };
     for (size_t k = 0; k < sizeof counts / sizeof *counts; k++)
         if (strcmp(flag, counts[k].name) == 0)
@@ -337,6 +431,14 @@ static bool set_flag(const DlrtModel *m, Options *o, const char *flag, const cha
             return false;
         }
         o->mode = value;
+    } else if (strcmp(flag, "--method") == 0) {
+        if (strcmp(value, "minmax") != 0 && strcmp(value, "percentile") != 0 &&
+            strcmp(value, "entropy") != 0) {
+            fprintf(stderr, "%s: --method must be minmax, percentile or entropy, not '%s'\n",
+                    m->name, value);
+            return false;
+        }
+        o->method = value;
     } else if (strcmp(flag, "--device") == 0) {
         if (strcmp(value, "cpu") != 0 && strcmp(value, "cuda") != 0) {
             fprintf(stderr, "%s: --device must be cpu or cuda, not '%s'\n", m->name, value);
@@ -407,7 +509,7 @@ static int parse_options(const DlrtModel *m, const Command *cmd, int argc, char 
                    .prime = "\n", .length = 400, .temperature = 1,
                    .batch = m->batch, .lr = m->lr, .clip = m->clip, .seed = m->seed, .mode = "train",
                    .iters = 100, .warmup = 10, .threads = default_threads(),
-                   .timeout = DLRT_DIST_TIMEOUT,
+                   .timeout = DLRT_DIST_TIMEOUT, .samples = 1000, .method = "minmax",
                    .tolerance = cmd->bit == CHECK ? DLRT_CHECK_TOLERANCE : 1e-3};
     o->inputs = malloc((size_t)argc * sizeof *o->inputs);
     if (!o->inputs) {

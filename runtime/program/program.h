@@ -9,6 +9,7 @@
  *   bench.c     `bench`: timing steps on synthetic data
  *   gradcheck.c `gradcheck`: the gradients against finite differences
  *   check.c     `check`: the GPU's training step against the CPU's
+ *   calibrate.c `calibrate`: an int8 program's scales and weights
  *
  * They make libdlrt_program, which a generated program links before
  * libdlrt; they call libdlrt like any user of dlrt.h, and libdlrt calls
@@ -53,6 +54,8 @@ typedef struct Options {
     const char *prime;         /* sample: the text to start from */
     int64_t length;            /* sample: characters to generate */
     double temperature;        /* sample: the logits' divisor, above 0 */
+    int64_t samples;           /* calibrate: the train split's first samples it runs */
+    const char *method;        /* calibrate: "minmax", "percentile" or "entropy" */
     char **inputs;             /* predict: the files to classify (ninputs) */
     int ninputs;
 } Options;
@@ -61,7 +64,7 @@ typedef struct Options {
  * (or -1 for counts) and are left out of the file. */
 typedef struct Report {
     const char *command;         /* "train", "eval", "predict", "bench", "gradcheck",
-                                    "check" or "info" */
+                                    "check", "calibrate" or "info" */
     const char *device;          /* where it ran; NULL: the table's (dlrt_device_name) */
     const char *mode;            /* bench: "train" or "infer"; else NULL */
     int64_t epochs;              /* train: epochs the weights have seen, resumed ones included */
@@ -109,6 +112,7 @@ int dlrt_bench_command(const DlrtModel *m, const Options *o);
 int dlrt_gradcheck_command(const DlrtModel *m, const Options *o);  /* gradcheck.c */
 /* check.c: m is the CPU's table, compared with m->cuda (which must be set) */
 int dlrt_check_command(const DlrtModel *m, const Options *o);
+int dlrt_calibrate_command(const DlrtModel *m, const Options *o);  /* calibrate.c */
 
 /* gradcheck.c: the gradient check that `gradcheck` runs (see its comment). */
 typedef struct DlrtGradcheck {

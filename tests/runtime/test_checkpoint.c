@@ -1018,8 +1018,8 @@ static int run_unit_tests(void) {
 /* Modes for lit tests                                                      */
 /* ------------------------------------------------------------------------ */
 
-static const char *const dtype_names[] = {"F32", "F64", "I32", "I64", "U8"};
-static const size_t dtype_sizes[] = {4, 8, 4, 8, 1};
+static const char *const dtype_names[] = {"F32", "F64", "I32", "I64", "U8", "I8"};
+static const size_t dtype_sizes[] = {4, 8, 4, 8, 1, 1};
 
 static int64_t elements(const DlrtTensor *t) {
     int64_t n = 1;
@@ -1041,6 +1041,7 @@ static void print_tensor(const DlrtTensor *t) {
         case DLRT_I32: printf(" %" PRId32, ((const int32_t *)t->data)[i]); break;
         case DLRT_I64: printf(" %" PRId64, ((const int64_t *)t->data)[i]); break;
         case DLRT_U8: printf(" %u", (unsigned)((const uint8_t *)t->data)[i]); break;
+        case DLRT_I8: printf(" %d", (int)((const int8_t *)t->data)[i]); break;
         }
     }
     printf("\n");

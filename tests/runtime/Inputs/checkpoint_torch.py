@@ -22,7 +22,7 @@ import sys
 import torch
 
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "I32": torch.int32,
-          "I64": torch.int64, "U8": torch.uint8, "F16": torch.float16}
+          "I64": torch.int64, "U8": torch.uint8, "I8": torch.int8, "F16": torch.float16}
 NAMES = {v: k for k, v in DTYPES.items()}
 
 

@@ -1,0 +1,89 @@
+/* emit_quant.c — the C of the quantize pass's int8 ops (passes/quantize.c,
+ * docs/quantization.md): quantize and dequantize (libdlrt's, for the
+ * element type), and qconv2d and qdense, which call libdlrt's int8
+ * convolution (runtime/kernels/int8.c; a dense layer is a 1x1 convolution
+ * of [in,1,1]).  Each call first computes every filter's requantization
+ * (an int32 bias, multiplier and shift) from the scales as they are then,
+ * in double, as a folded batchnorm's scale and shift are computed: a
+ * checkpoint loaded or calibrated since changes them.  The integer kernels
+ * are written `(dlrt_qconv_s8)(...)`: f64 code calls the same ones.
+ * vnni=true (the quantize pass's choice, from --target-cpu) takes the
+ * AVX-512 VNNI path, whose integers are the portable path's. */
+#include "emit.h"
+
+#define put dlc_cpu_put
+
+void dlc_cpu_emit_quantize(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    put(o, "    dlrt_quantize_s8(%s%lld, a0, a1[0], r0);\n", dlc_cpu_count(op->in[0]),
+        (long long)dlc_cpu_numel(op->in[0]));
+}
+
+void dlc_cpu_emit_dequantize(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    put(o, "    dlrt_dequantize_s8(%s%lld, a0, a1[0], r0);\n", dlc_cpu_count(op->in[0]),
+        (long long)dlc_cpu_numel(op->in[0]));
+}
+
+/* The DlrtQConv of a qconv2d or qdense, as an initializer's fields. */
+static const char *qconv_fields(Emit *e, const DlcOp *op) {
+    const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
+    bool relu = dlc_attr_bool(op, DLC_A_RELU), vnni = dlc_attr_bool(op, DLC_A_VNNI);
+    if (op->kind == DLC_OP_QDENSE)
+        return dlc_arena_printf(e->arena, ".c = %lld, .h = 1, .w = 1, .f = %lld, .oh = 1, "
+                                ".ow = 1, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, "
+                                ".groups = 1, .relu = %d, .vnni = %d",
+                                (long long)dlc_type_numel(x), (long long)y->dims[0], relu, vnni);
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
+                  *p = dlc_attr_pair(op, DLC_A_PAD), *d = dlc_attr_pair(op, DLC_A_DILATION);
+    return dlc_arena_printf(
+        e->arena, ".c = %lld, .h = %lld, .w = %lld, .f = %lld, .oh = %lld, .ow = %lld, "
+        ".kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, .pw = %lld, .dh = %lld, "
+        ".dw = %lld, .groups = %lld, .relu = %d, .vnni = %d",
+        (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
+        (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
+        (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
+        (long long)d[0], (long long)d[1], (long long)dlc_attr_int(op, DLC_A_GROUPS), relu, vnni);
+}
+
+/* (x, @weight, @weight_scale, @bias, @input_scale[, @output_scale]): the
+ * scratch holds the requantizations (or, for float_out, the int32 sums of
+ * the whole batch), then the kernel's own */
+static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
+    const char *fields = qconv_fields(e, op);
+    bool float_out = dlc_attr_bool(op, DLC_A_FLOAT_OUT);
+    int64_t f = op->out[0]->type.dims[0], per = dlc_type_numel(&op->out[0]->type);
+    /* the first part: the requantizations, or the sums */
+    const char *head = float_out ? dlc_arena_printf(e->arena, "max_batch * %lld * 4", (long long)per)
+                                 : dlc_arena_printf(e->arena, "%lld", (long long)(f * 12));
+    e->scratch = dlc_arena_printf(
+        e->arena,
+        "    int64_t w = (int64_t)((((size_t)(%s) + 63) / 64 * 64 + "
+        "(dlrt_qconv_s8_work)(&(DlrtQConv){%s}, threads)) / sizeof(%s)) + 1;\n",
+        head, fields, e->real);
+    put(o, "    static const DlrtQConv conv = {%s};\n", fields);
+    put(o, "    enum { F = %lld, PER = %lld };\n", (long long)f, (long long)(per / f));
+    put(o, "    char *scratch = (char *)work;\n");
+    if (float_out) {
+        put(o, "    int32_t *acc = (int32_t *)scratch;\n"
+               "    (dlrt_qconv_s8)(&conv, n, a0, a1, NULL, NULL, acc, scratch + ((size_t)n * F * PER * 4 + 63) / 64 * 64, threads);\n"
+               "    for (int64_t s = 0; s < n; s++)\n"
+               "        for (int64_t f = 0; f < F; f++) {\n"
+               "            double scale = (double)a4[0] * (double)a2[f];\n"
+               "            for (int64_t p = 0; p < PER; p++) {\n"
+               "                double v = (double)acc[(s * F + f) * PER + p] * scale + (double)a3[f];\n"
+               "                r0[(s * F + f) * PER + p] = (%s)(%sv);\n"
+               "            }\n"
+               "        }\n",
+            e->real, dlc_attr_bool(op, DLC_A_RELU) ? "v < 0 ? 0 : " : "");
+        return;
+    }
+    put(o, "    DlrtRequant *rq = (DlrtRequant *)scratch;\n"
+           "    for (int64_t f = 0; f < F; f++)\n"
+           "        (dlrt_requant_init)((double)a4[0] * (double)a2[f], (double)a3[f], (double)a5[0], &rq[f]);\n"
+           "    (dlrt_qconv_s8)(&conv, n, a0, a1, rq, r0, NULL, scratch + (F * sizeof *rq + 63) / 64 * 64, threads);\n");
+}
+
+void dlc_cpu_emit_qconv2d(Emit *e, Out *o, const DlcOp *op) { put_qlayer(e, o, op); }
+
+void dlc_cpu_emit_qdense(Emit *e, Out *o, const DlcOp *op) { put_qlayer(e, o, op); }

@@ -1,0 +1,234 @@
+/* test_int8.c — libdlrt's int8 kernels (runtime/kernels/int8.c) against
+ * an integer reference written here, bit for bit.
+ *
+ *   test_int8     the tests; the last line says "N passed, M failed" (exit
+ *                 1 on any failure); the VNNI cases say "skipped" on a CPU
+ *                 without AVX-512 VNNI
+ *
+ * - the rounding of requantization, half to even, on ties of both signs,
+ *   and its clamps (with and without relu); of quantize, rint's half to
+ *   even, its clamps and NaN; dequantize;
+ * - dlrt_requant_init's multiplier and shift for known scales;
+ * - the convolution (and the dense layer, a 1x1 convolution of [in,1,1])
+ *   on random operands and weights of many geometries (strides, padding,
+ *   dilation, groups, depthwise, windows of taps not a multiple of 64),
+ *   the extremes (-128 everywhere by weights of +-127), requantized or as
+ *   int32 sums, on the portable path and the VNNI path, at one worker and
+ *   two: every result equal to a direct convolution summed in int64 and
+ *   requantized by exact integer division (sign and magnitude, the
+ *   remainder against half the divisor: another computation than the
+ *   kernel's floor shift);
+ * - max pooling of int8 against the maximum over each clipped window. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define HARNESS_FILE "test_int8.c"
+#include "harness.h"
+
+/* ---- the reference ------------------------------------------------------- */
+
+/* (acc + bias) * mult / 2^shift rounded half to even, by sign and magnitude */
+static int64_t ref_round(int64_t acc, const DlrtRequant *r) {
+    int64_t p = (acc + r->bias) * (int64_t)r->mult;
+    if (r->shift == 0)
+        return p;
+    uint64_t a = p < 0 ? (uint64_t)-p : (uint64_t)p, den = (uint64_t)1 << r->shift;
+    uint64_t q = a / den, rem = a % den;
+    if (2 * rem > den || (2 * rem == den && (q & 1)))
+        q++;
+    return p < 0 ? -(int64_t)q : (int64_t)q;
+}
+
+static int8_t ref_requantize(int64_t acc, const DlrtRequant *r, bool relu) {
+    int64_t q = ref_round(acc, r), lo = relu ? 0 : -128;
+    return (int8_t)(q < lo ? lo : q > 127 ? 127 : q);
+}
+
+/* the sums of a direct convolution, in int64 */
+static void ref_conv(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
+                     int64_t *acc) {
+    int64_t cg = q->c / q->groups, fg = q->f / q->groups;
+    for (int64_t s = 0; s < n; s++)
+        for (int64_t f = 0; f < q->f; f++)
+            for (int64_t oy = 0; oy < q->oh; oy++)
+                for (int64_t ox = 0; ox < q->ow; ox++) {
+                    int64_t sum = 0, g = f / fg;
+                    for (int64_t ci = 0; ci < cg; ci++)
+                        for (int64_t ky = 0; ky < q->kh; ky++)
+                            for (int64_t kx = 0; kx < q->kw; kx++) {
+                                int64_t iy = oy * q->sh - q->ph + ky * q->dh;
+                                int64_t ix = ox * q->sw - q->pw + kx * q->dw;
+                                if (iy < 0 || iy >= q->h || ix < 0 || ix >= q->w)
+                                    continue;
+                                sum += (int64_t)w[((f * cg + ci) * q->kh + ky) * q->kw + kx] *
+                                       x[((s * q->c + g * cg + ci) * q->h + iy) * q->w + ix];
+                            }
+                    acc[((s * q->f + f) * q->oh + oy) * q->ow + ox] = sum;
+                }
+}
+
+/* ---- cases ---------------------------------------------------------------- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next_u32(void) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state >> 11);
+}
+
+static void test_rounding(void) {
+    /* a multiplier of exactly 1/2: mult 2^30, shift 31 */
+    DlrtRequant half;
+    dlrt_requant_init(0.5, 0, 1.0, &half);
+    CHECK(half.mult == (1 << 30) && half.shift == 31 && half.bias == 0);
+    int32_t accs[] = {1, 3, 5, -1, -3, -5, 2, -2, 7};
+    int8_t want[] = {0, 2, 2, 0, -2, -2, 1, -1, 4}; /* 0.5, 1.5, 2.5, ... to even */
+    for (size_t i = 0; i < sizeof accs / sizeof *accs; i++)
+        CHECK(dlrt_requantize(accs[i], &half, false) == want[i]);
+    CHECK(dlrt_requantize(-3, &half, true) == 0); /* relu: the ReLU folded in */
+    CHECK(dlrt_requantize(1000, &half, false) == 127);
+    CHECK(dlrt_requantize(-1000, &half, false) == -128);
+    /* a bias of 2.5 units of the sums rounds to 2, -2.5 to -2 */
+    DlrtRequant r;
+    dlrt_requant_init(2.0, 5.0, 2.0, &r);
+    CHECK(r.bias == 2 && dlrt_requantize(0, &r, false) == 2);
+    dlrt_requant_init(2.0, -5.0, 2.0, &r);
+    CHECK(r.bias == -2 && dlrt_requantize(0, &r, false) == -2);
+    /* a multiplier of 1: shift 30, mult 2^30 */
+    dlrt_requant_init(0.25, 0, 0.25, &r);
+    CHECK(r.mult == (1 << 30) && r.shift == 30 && dlrt_requantize(-77, &r, false) == -77);
+    /* 3/8 = 0.75 * 2^-1 */
+    dlrt_requant_init(0.375, 0, 1.0, &r);
+    CHECK(r.mult == 3 << 29 && r.shift == 32 && dlrt_requantize(4, &r, false) == 2 &&
+          dlrt_requantize(12, &r, false) == 4 && dlrt_requantize(-4, &r, false) == -2);
+    /* quantize: rint, half to even; clamps; NaN to 0 */
+    float x[] = {2.5f, 3.5f, -2.5f, -3.5f, 0.49f, 200.0f, -300.0f, NAN, INFINITY, -INFINITY};
+    int8_t wantq[] = {2, 4, -2, -4, 0, 127, -128, 0, 127, -128};
+    int8_t q[10];
+    dlrt_quantize_s8(10, x, 1.0f, q);
+    CHECK(memcmp(q, wantq, sizeof q) == 0);
+    double xd[] = {0.25, 0.75, -0.25, 1.25};
+    int8_t wantd[] = {0, 2, 0, 2}; /* over 0.5: 0.5, 1.5, -0.5, 2.5 */
+    dlrt_quantize_s8_f64(4, xd, 0.5, q);
+    CHECK(memcmp(q, wantd, 4) == 0);
+    float y[3];
+    int8_t qq[3] = {-128, 0, 127};
+    dlrt_dequantize_s8(3, qq, 0.5f, y);
+    CHECK(y[0] == -64.0f && y[1] == 0.0f && y[2] == 63.5f);
+}
+
+/* One geometry: random operands, weights and scales (or the extremes),
+ * through both paths at 1 and 2 workers, against the reference. */
+static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
+    int64_t cg = q.c / q.groups;
+    int64_t nx = n * q.c * q.h * q.w, nw = q.f * cg * q.kh * q.kw, ny = n * q.f * q.oh * q.ow;
+    int8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw), *y = malloc((size_t)ny),
+           *want = malloc((size_t)ny);
+    int32_t *acc = malloc(sizeof *acc * (size_t)ny);
+    int64_t *ref = malloc(sizeof *ref * (size_t)ny);
+    DlrtRequant *rq = malloc(sizeof *rq * (size_t)q.f);
+    for (int64_t i = 0; i < nx; i++)
+        x[i] = extremes ? -128 : (int8_t)(next_u32() % 256 - 128);
+    for (int64_t i = 0; i < nw; i++)
+        w[i] = extremes ? (i % 2 ? 127 : -127) : (int8_t)(next_u32() % 255 - 127);
+    for (int64_t f = 0; f < q.f; f++)
+        dlrt_requant_init(0.02 * (0.5 + next_u32() % 1000 / 1000.0) * 0.01 * (1 + f % 3),
+                          (double)(next_u32() % 2001) / 1000.0 - 1.0, 0.05, &rq[f]);
+    ref_conv(&q, n, x, w, ref);
+    for (int64_t i = 0; i < ny; i++)
+        want[i] = ref_requantize(ref[i], &rq[(i / (q.oh * q.ow)) % q.f], q.relu);
+    void *work = dlrt_alloc(dlrt_qconv_s8_work(&q, 2) + 64, 1);
+    char label[200];
+    snprintf(label, sizeof label, "c=%lld %lldx%lld f=%lld k=%lldx%lld s=%lld p=%lld d=%lld g=%lld "
+             "relu=%d n=%lld%s", (long long)q.c, (long long)q.h, (long long)q.w, (long long)q.f,
+             (long long)q.kh, (long long)q.kw, (long long)q.sh, (long long)q.ph, (long long)q.dh,
+             (long long)q.groups, q.relu, (long long)n, extremes ? " extremes" : "");
+    for (int vnni = 0; vnni < 2; vnni++) {
+        if (vnni && !have_vnni)
+            continue;
+        q.vnni = vnni;
+        for (int threads = 1; threads <= 2; threads++) {
+            memset(y, 0x55, (size_t)ny);
+            dlrt_qconv_s8(&q, n, x, w, rq, y, NULL, work, threads);
+            bool same = memcmp(y, want, (size_t)ny) == 0;
+            dlrt_qconv_s8(&q, n, x, w, NULL, NULL, acc, work, threads);
+            for (int64_t i = 0; i < ny; i++)
+                same &= acc[i] == ref[i];
+            if (!same)
+                fprintf(stderr, "test_int8.c: %s, %s path, %d workers:\n", label,
+                        vnni ? "VNNI" : "portable", threads);
+            CHECK(same);
+        }
+    }
+    free(work);
+    free(x), free(w), free(y), free(want), free(acc), free(ref), free(rq);
+}
+
+static DlrtQConv conv(int64_t c, int64_t h, int64_t w, int64_t f, int64_t k, int64_t s,
+                      int64_t p, int64_t d, int64_t g, bool relu) {
+    DlrtQConv q = {.c = c, .h = h, .w = w, .f = f, .kh = k, .kw = k, .sh = s, .sw = s, .ph = p,
+                   .pw = p, .dh = d, .dw = d, .groups = g, .relu = relu};
+    q.oh = (h + 2 * p - d * (k - 1) - 1) / s + 1;
+    q.ow = (w + 2 * p - d * (k - 1) - 1) / s + 1;
+    return q;
+}
+
+static DlrtQConv dense(int64_t in, int64_t out, bool relu) {
+    return (DlrtQConv){.c = in, .h = 1, .w = 1, .f = out, .oh = 1, .ow = 1, .kh = 1, .kw = 1,
+                       .sh = 1, .sw = 1, .dh = 1, .dw = 1, .groups = 1, .relu = relu};
+}
+
+static void test_maxpool(void) {
+    DlrtPool p = {.c = 2, .h = 5, .w = 5, .oh = 3, .ow = 3, .kh = 3, .kw = 3, .sh = 2, .sw = 2,
+                  .ph = 1, .pw = 1};
+    int8_t x[2 * 2 * 25], y[2 * 2 * 9];
+    for (int i = 0; i < 100; i++)
+        x[i] = (int8_t)(next_u32() % 256 - 128);
+    dlrt_maxpool_s8(&p, 2, x, y);
+    bool same = true;
+    for (int pl = 0; pl < 4; pl++)
+        for (int oy = 0; oy < 3; oy++)
+            for (int ox = 0; ox < 3; ox++) {
+                int m = -1000;
+                for (int ky = 0; ky < 3; ky++)
+                    for (int kx = 0; kx < 3; kx++) {
+                        int iy = oy * 2 - 1 + ky, ix = ox * 2 - 1 + kx;
+                        if (iy >= 0 && iy < 5 && ix >= 0 && ix < 5 && x[pl * 25 + iy * 5 + ix] > m)
+                            m = x[pl * 25 + iy * 5 + ix];
+                    }
+                same &= y[pl * 9 + oy * 3 + ox] == m;
+            }
+    CHECK(same);
+}
+
+int main(void) {
+    bool vnni = dlrt_cpu_has_vnni();
+    test_rounding();
+    test_maxpool();
+    /* LeNet-5's layers */
+    test_conv(conv(1, 28, 28, 6, 5, 1, 2, 1, 1, true), 3, false, vnni);
+    test_conv(conv(6, 14, 14, 16, 5, 1, 0, 1, 1, true), 2, false, vnni);
+    test_conv(dense(400, 120, true), 5, false, vnni);
+    test_conv(dense(84, 10, false), 4, false, vnni);
+    /* strides, padding, dilation, kernels of other sizes */
+    test_conv(conv(3, 11, 9, 8, 3, 2, 1, 1, 1, false), 2, false, vnni);
+    test_conv(conv(5, 13, 13, 7, 3, 1, 2, 2, 1, false), 2, false, vnni);
+    test_conv(conv(16, 7, 7, 32, 1, 1, 0, 1, 1, true), 2, false, vnni);
+    test_conv(conv(13, 9, 9, 9, 2, 3, 0, 1, 1, false), 3, false, vnni);
+    /* groups, depthwise */
+    test_conv(conv(8, 8, 8, 12, 3, 1, 1, 1, 4, false), 2, false, vnni);
+    test_conv(conv(6, 8, 8, 6, 3, 1, 1, 1, 6, true), 2, false, vnni);
+    /* 129 taps: a window of three blocks of 64, the last nearly empty */
+    test_conv(dense(129, 17, false), 3, false, vnni);
+    /* the extremes: every product -128 * +-127, in long windows */
+    test_conv(conv(64, 6, 6, 4, 3, 1, 1, 1, 1, false), 1, true, vnni);
+    test_conv(dense(4096, 3, false), 2, true, vnni);
+    if (!vnni)
+        printf("VNNI path: skipped (this CPU has no AVX-512 VNNI)\n");
+    return harness_report();
+}
