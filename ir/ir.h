@@ -206,7 +206,7 @@ typedef struct DlcAttr {
     };
 } DlcAttr;
 
-#define DLC_MAX_ATTRS 20
+#define DLC_MAX_ATTRS 24
 
 /* The attribute names, from attrs.def: dlc's own source reads an op's
  * attribute by these, so a misspelt name does not compile. */

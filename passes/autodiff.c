@@ -166,6 +166,12 @@ static void vjp(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
                        "in for inference) cannot be trained; write conv2d(...) -> batchnorm");
         return;
     }
+    if (dlc_attr_true(op->kind, op->attrs, DLC_A_RESIDUAL)) {
+        /* the fuse_residual pass's, on the inference network after layout */
+        dlc_grad_error(g, op->loc, "autodiff: conv2d with residual=true (an addition fused in "
+                       "for inference) cannot be trained; write add(conv2d(...), r)");
+        return;
+    }
     if (dlc_op_relu_grad_mask(op) >= 0) {
         /* a gradient op's form (the fuse pass's, after autodiff) */
         dlc_grad_error(g, op->loc, "autodiff: %s with relu_grad=true (a ReLU's gradient fused "

@@ -51,6 +51,7 @@ bool dlc_pass_recompute(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_step(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_layout(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_fuse_residual(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 
 /* tile.c: the register block of conv2d (f32; grouped by whole blocks of
  * filters, or depthwise) computed in blocks of b channels from a source in

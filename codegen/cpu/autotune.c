@@ -284,10 +284,10 @@ static void put_op(DlcCtx *ctx, DlcArena *a, Out *o, const Tune *u, int id) {
         put(o, "    {\n    %s"
                "        work[%d] = buffer(w);\n"
                "        packed[%d] = buffer(%lld);\n"
-               "        %s_pack(a1, packed[%d], 0, 1);\n"
+               "        %s_pack(a%d, packed[%d], 0, 1);\n"
                "    }\n",
             scratch[c] ? scratch[c] : "int64_t w = 1;\n", c, c,
-            (long long)dlc_cpu_blocked_conv_packed(&copy), name[c], c);
+            (long long)dlc_cpu_blocked_conv_packed(&copy), name[c], op->nin - op->nparams, c);
     }
     put(o, "    int rounds = 0;\n"
            "    double spent = 0;\n"
