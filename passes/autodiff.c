@@ -166,12 +166,6 @@ static void vjp(DlcGrad *g, const DlcOp *op, DlcValue *dy) {
                        "in for inference) cannot be trained; write conv2d(...) -> batchnorm");
         return;
     }
-    if (dlc_attr_true(op->kind, op->attrs, DLC_A_RESIDUAL)) {
-        /* the fuse_residual pass's, on the inference network after layout */
-        dlc_grad_error(g, op->loc, "autodiff: conv2d with residual=true (an addition fused in "
-                       "for inference) cannot be trained; write add(conv2d(...), r)");
-        return;
-    }
     if (dlc_op_relu_grad_mask(op) >= 0) {
         /* a gradient op's form (the fuse pass's, after autodiff) */
         dlc_grad_error(g, op->loc, "autodiff: %s with relu_grad=true (a ReLU's gradient fused "
@@ -278,6 +272,13 @@ static void copy_forward(DlcGrad *g, const DlcNetwork *src) {
     }
     for (int i = 0; i < src->nops; i++) {
         const DlcOp *op = src->ops[i];
+        if (dlc_attr_true(op->kind, op->attrs, DLC_A_RESIDUAL)) {
+            /* the fuse-residual pass's, on the inference network after layout:
+             * refused before the backward walk meets the reorders around it
+             * (the copy goes on, and the walk does not start) */
+            dlc_grad_error(g, op->loc, "autodiff: conv2d with residual=true (an addition fused "
+                           "in for inference) cannot be trained; write add(conv2d(...), r)");
+        }
         DlcValue *in[64 + DLC_MAX_PARAMS_PER_OP];
         bool need = false;
         for (int j = 0; j < op->nin; j++) {

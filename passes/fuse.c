@@ -259,7 +259,8 @@ static bool fuse_sum(DlcModule *m, DlcOp *op, const DlcOp *def) {
 static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
     if (op->kind != DLC_OP_BATCHNORM || def->kind != DLC_OP_CONV2D)
         return false;
-    if (dlc_op_fused_activation(def) != DLC_OP_COUNT || dlc_op_folded_batchnorm(def) >= 0)
+    if (dlc_op_fused_activation(def) != DLC_OP_COUNT || dlc_op_folded_batchnorm(def) >= 0 ||
+        dlc_attr_bool(def, DLC_A_RESIDUAL)) /* batchnorm(conv + r) is no fold */
         return false;
     DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(def->nin + 4));
     memcpy(in, def->in, sizeof *in * (size_t)def->nin);

@@ -126,13 +126,14 @@ static const char *signature(DlcArena *a, const DlcOp *op, const DlcTargetCpu *t
     DlcOpKind act = dlc_op_fused_activation(op);
     return dlc_arena_printf(
         a, "conv2d in=%lldx%lldx%lld out=%lldx%lldx%lld kernel=%lldx%lld stride=%lldx%lld "
-           "pad=%lldx%lld dilation=%lldx%lld epilogue=%s%s cb=%lld b=%lld vector=%d "
+           "pad=%lldx%lld dilation=%lldx%lld epilogue=%s%s%s cb=%lld b=%lld vector=%d "
            "registers=%d threads=%d cc=%s cpu=%s",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         (long long)d[0], (long long)d[1],
         dlc_op_folded_batchnorm(op) >= 0 ? "batchnorm" : dlc_op_bias(op) ? "bias" : "none",
+        dlc_attr_bool(op, DLC_A_RESIDUAL) ? ",residual" : "",
         act == DLC_OP_COUNT ? "" : dlc_arena_printf(a, ",%s", dlc_op_info(act)->name),
         (long long)(dlc_value_layout(op->in[0]) ? dlc_attr_int(op, DLC_A_LAYOUT) : 1),
         (long long)dlc_attr_int(op, DLC_A_LAYOUT), t->vector, t->registers, threads, cc, cpu);
