@@ -37,23 +37,9 @@
  * sets the blocked layouts), before tile and plan_memory, which see the
  * residual as the convolution's second tensor operand. */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "passes.h"
-
-/* The readers of each value, the network's outputs counted as readers. */
-static void count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
-    dlc_map_init(uses, &m->arena);
-    for (int i = 0; i <= net->nops; i++) {
-        int n = i < net->nops ? net->ops[i]->nin : net->noutputs;
-        for (int j = 0; j < n; j++) {
-            const DlcValue *v = i < net->nops ? net->ops[i]->in[j] : net->outputs[j];
-            intptr_t k = (intptr_t)dlc_map_get(uses, v->name);
-            dlc_map_put(uses, v->name, (void *)(k + 1));
-        }
-    }
-}
 
 /* Where v is defined in execution order: its op's index, or -1 for an
  * input or parameter (ready before every op). */
@@ -80,7 +66,7 @@ static DlcOp *taker(const DlcOp *add, int k, const DlcMap *uses, const DlcMap *a
 
 static void fuse_network(DlcModule *m, DlcNetwork *net) {
     DlcMap uses, at; /* value name -> readers; -> its op's index + 1 */
-    count_uses(m, net, &uses);
+    dlc_fuse_count_uses(m, net, &uses); /* the outputs count as readers */
     dlc_map_init(&at, &m->arena);
     for (int i = 0; i < net->nops; i++)
         for (int r = 0; r < net->ops[i]->nout; r++)
