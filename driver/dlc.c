@@ -133,7 +133,7 @@ static void list_passes(void) {
     int n;
     const DlcPass *t = dlc_pass_table(&n);
     for (int i = 0; i < n; i++)
-        printf("%-12s %s\n", t[i].name, t[i].summary);
+        printf("%-13s %s\n", t[i].name, t[i].summary);
     printf("\ndefault pipeline for .dl input:");
     for (int i = 0; dlc_default_pipeline[i]; i++)
         printf(" %s", dlc_default_pipeline[i]);

@@ -206,7 +206,7 @@ typedef struct DlcAttr {
     };
 } DlcAttr;
 
-#define DLC_MAX_ATTRS 20
+#define DLC_MAX_ATTRS 24
 
 /* The attribute names, from attrs.def: dlc's own source reads an op's
  * attribute by these, so a misspelt name does not compile. */
@@ -509,8 +509,11 @@ bool dlc_op_reads(const DlcOp *op, const DlcValue *v);
 /* Whether op may write its result over a tensor operand of the same size
  * (the memory plan's in-place sharing): elementwise ops, whose kernels
  * write each element after reading the operands' same element, the
- * copies flatten and reshape (which then copy nothing), and clip_scale
- * over its gradient (not its coefficient, which every element reads). */
+ * copies flatten and reshape (which then copy nothing), clip_scale
+ * over its gradient (not its coefficient, which every element reads), and
+ * a conv2d with residual=true over its residual (not its source), whose
+ * blocked kernel reads each element of r where the same element of the
+ * result goes, just before storing it there. */
 bool dlc_op_in_place(const DlcOp *op);
 /* A convolution op (conv2d, conv2d_grad_input, conv2d_grad_weight): the
  * types of the forward convolution's input *x and output *y, which each

@@ -328,7 +328,9 @@ bool dlc_op_reads(const DlcOp *op, const DlcValue *v) {
 
 bool dlc_op_in_place(const DlcOp *op) {
     return (dlc_op_info(op->kind)->flags & DLC_OPF_ELEMWISE) || op->kind == DLC_OP_FLATTEN ||
-           op->kind == DLC_OP_RESHAPE || op->kind == DLC_OP_CLIP_SCALE;
+           op->kind == DLC_OP_RESHAPE || op->kind == DLC_OP_CLIP_SCALE ||
+           (op->kind == DLC_OP_CONV2D && dlc_attr_bool(op, DLC_A_RESIDUAL) &&
+            op->in[1] != op->in[0]); /* every result reads the whole source */
 }
 
 void dlc_conv_images(const DlcOp *op, const DlcType **x, const DlcType **y) {

@@ -81,6 +81,8 @@ const char *dlc_layout_mismatch(const DlcOp *op, int i) {
         if (!depthwise && have == want && cig % want)
             return "a grouped convolution reads a blocked operand whose groups are whole blocks";
     }
+    if (op->kind == DLC_OP_CONV2D && i == 1) /* residual=true's */
+        return have == want ? NULL : "a convolution's residual is in the convolution's layout";
     if (have == want || (op->kind == DLC_OP_CONV2D && have == 0))
         return NULL; /* a convolution reads plain operands in any layout */
     if (want == 0)
@@ -376,6 +378,19 @@ bool dlc_infer_conv2d(DlcInfer *inf) {
     int64_t f = A(FILTERS).i, c = x->dims[0], g = A(GROUPS).i;
     const int64_t *k = A(KERNEL).pair;
     set_out(inf, x->dtype, true, 3, (int64_t[]){f, oh, ow});
+    if (A(RESIDUAL).b) { /* relu?(conv + r): r is the result's twin */
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        if (!dlc_type_eq(&inf->in[1], &inf->out[0])) {
+            dlc_error(inf->ctx, inf->loc, "conv2d: residual=true: the residual %s differs from "
+                      "the result %s", tstr(&inf->in[1], a), tstr(&inf->out[0], b));
+            return false;
+        }
+        if (A(LAYOUT).i == 0) { /* only blocked_conv.c's epilogue adds one */
+            dlc_error(inf->ctx, inf->loc, "conv2d: residual=true needs a blocked layout "
+                      "(layout=B); write add(conv2d(...), r)");
+            return false;
+        }
+    }
     add_param(inf, "weight", x->dtype, 4, (int64_t[]){f, c / g, k[0], k[1]},
               DLC_INIT_KAIMING_UNIFORM, true);
     if (A(BIAS).b)
@@ -1043,15 +1058,18 @@ bool dlc_infer(DlcInfer *inf) {
     inf->nparams = 0;
     /* relu_grad=true: the ReLU's result follows the op's own operands */
     bool relu_y = dlc_relu_grad_operand(inf->kind, inf->attrs);
-    /* relu_grad=true and a recurrent layer's lengths=true add an operand */
-    int arity = (op->arity >= 0 ? op->arity : 2) + relu_y +
+    /* relu_grad=true, a recurrent layer's lengths=true and conv2d's
+       residual=true add an operand */
+    bool residual = dlc_attr_true(inf->kind, inf->attrs, DLC_A_RESIDUAL);
+    int arity = (op->arity >= 0 ? op->arity : 2) + relu_y + residual +
                 dlc_attr_true(inf->kind, inf->attrs, DLC_A_LENGTHS); /* -1: at least 2 */
     if (op->arity >= 0 ? inf->nin != arity : inf->nin < arity) {
         dlc_error(inf->ctx, inf->loc, "%s: expects %s%d tensor operand%s%s, got %d", op->name,
                   op->arity < 0 ? "at least " : "", arity, arity == 1 ? "" : "s",
                   relu_y ? " (the last the ReLU's result, for relu_grad=true)"
                   : dlc_attr_true(inf->kind, inf->attrs, DLC_A_LENGTHS)
-                      ? " (the last the sequences' lengths, for lengths=true)" : "",
+                      ? " (the last the sequences' lengths, for lengths=true)"
+                  : residual ? " (the last the residual, for residual=true)" : "",
                   inf->nin);
         return false;
     }

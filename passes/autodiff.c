@@ -272,6 +272,13 @@ static void copy_forward(DlcGrad *g, const DlcNetwork *src) {
     }
     for (int i = 0; i < src->nops; i++) {
         const DlcOp *op = src->ops[i];
+        if (dlc_attr_true(op->kind, op->attrs, DLC_A_RESIDUAL)) {
+            /* the fuse-residual pass's, on the inference network after layout:
+             * refused before the backward walk meets the reorders around it
+             * (the copy goes on, and the walk does not start) */
+            dlc_grad_error(g, op->loc, "autodiff: conv2d with residual=true (an addition fused "
+                           "in for inference) cannot be trained; write add(conv2d(...), r)");
+        }
         DlcValue *in[64 + DLC_MAX_PARAMS_PER_OP];
         bool need = false;
         for (int j = 0; j < op->nin; j++) {

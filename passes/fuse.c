@@ -120,8 +120,7 @@
 
 #include <string.h>
 
-/* How many ops (and outputs) read each value, by name. */
-static void count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
+void dlc_fuse_count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses) {
     dlc_map_init(uses, &m->arena);
     for (int i = 0; i <= net->nops; i++) {
         int n = i < net->nops ? net->ops[i]->nin : net->noutputs;
@@ -259,7 +258,8 @@ static bool fuse_sum(DlcModule *m, DlcOp *op, const DlcOp *def) {
 static bool fold_batchnorm(DlcModule *m, DlcOp *op, DlcOp *def) {
     if (op->kind != DLC_OP_BATCHNORM || def->kind != DLC_OP_CONV2D)
         return false;
-    if (dlc_op_fused_activation(def) != DLC_OP_COUNT || dlc_op_folded_batchnorm(def) >= 0)
+    if (dlc_op_fused_activation(def) != DLC_OP_COUNT || dlc_op_folded_batchnorm(def) >= 0 ||
+        dlc_attr_bool(def, DLC_A_RESIDUAL)) /* batchnorm(conv + r) is no fold */
         return false;
     DlcValue **in = dlc_arena_alloc(&m->arena, sizeof *in * (size_t)(def->nin + 4));
     memcpy(in, def->in, sizeof *in * (size_t)def->nin);
@@ -310,7 +310,7 @@ static bool removed(DlcOp *const *gone, int ngone, const DlcOp *op) {
 
 static void fuse_network(DlcModule *m, DlcNetwork *net, bool gpu) {
     DlcMap uses;
-    count_uses(m, net, &uses);
+    dlc_fuse_count_uses(m, net, &uses);
     DlcOp **gone = dlc_arena_alloc(&m->arena, sizeof *gone * (size_t)(net->nops + 1));
     int n = 0, ngone = 0;
     for (int i = 0; i < net->nops; i++) {

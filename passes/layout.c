@@ -127,8 +127,8 @@ static void layout_network(DlcModule *m, DlcNetwork *net, const DlcTargetCpu *t)
     dlc_map_init(&twins, &m->arena);
     for (int j = 0; j < net->nops; j++) {
         DlcOp *op = net->ops[j];
-        if (op->kind == DLC_OP_REORDER)
-            continue; /* written in IR text: kept as it is */
+        if (op->kind == DLC_OP_REORDER || dlc_attr_true(op->kind, op->attrs, DLC_A_RESIDUAL))
+            continue; /* written in IR text (or by fuse-residual): kept as it is */
         int ntensors = op->nin - op->nparams;
         bool returned = false;
         for (int r = 0; r < op->nout; r++)

@@ -13,6 +13,8 @@ static const DlcPass table[] = {
                  "(docs/quantization.md)", dlc_pass_quantize},
     {"layout", "choose plain or blocked (NCHWc) layouts for the inference network's tensors "
                "(docs/passes.md)", dlc_pass_layout},
+    {"fuse-residual", "merge a blocked add into the blocked conv2d that computes one of its "
+                      "terms (docs/passes.md)", dlc_pass_fuse_residual},
     {"tile", "choose how the CPU computes each convolution and max pooling, from its caches "
              "(docs/passes.md)", dlc_pass_tile},
     {"recompute", "with --mem-budget, recompute cheap forward values in the backward pass to "

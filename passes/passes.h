@@ -63,6 +63,11 @@ bool dlc_pass_tile(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_step(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_layout(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
 bool dlc_pass_quantize(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+bool dlc_pass_fuse_residual(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt);
+
+/* fuse.c: how many ops (and outputs) read each value of net, by name, into
+ * uses (fuse-residual's test of a sole reader too). */
+void dlc_fuse_count_uses(DlcModule *m, const DlcNetwork *net, DlcMap *uses);
 
 /* tile.c: the register block of conv2d (f32; grouped by whole blocks of
  * filters, or depthwise) computed in blocks of b channels from a source in

@@ -18,7 +18,8 @@
  * an operand that dies at it (dlc_op_in_place): the result then takes the
  * operand's memory, and the two are one interval from the operand's
  * definition to the result's last reader (a ReLU's gradient over the
- * incoming gradient, a residual add over one of its summands).
+ * incoming gradient, a residual add over one of its summands, a residual
+ * convolution over its residual).
  *
  * The lower bound is the most memory live at any one op: no placement can
  * do with less.  The naive sum is every value in a slot of its own, which
@@ -124,13 +125,14 @@ static void check_placement(Interval **list, int n) {
 
 /* Where op i may put its result: over an operand that dies at it, when the
  * op allows it and the two are alike (NULL otherwise).  clip_scale's
- * coefficient, which every element reads, is not one: only its gradient. */
+ * coefficient, which every element reads, is not one: only its gradient;
+ * nor a residual convolution's source: only its residual. */
 static Interval *in_place_host(const DlcOp *op, int i, Interval *res, const DlcMap *index,
                                Interval *all) {
     if (!dlc_op_in_place(op))
         return NULL;
     int hosts = op->kind == DLC_OP_CLIP_SCALE ? 1 : op->nin - op->nparams;
-    for (int j = 0; j < hosts; j++) {
+    for (int j = op->kind == DLC_OP_CONV2D; j < hosts; j++) {
         intptr_t at = (intptr_t)dlc_map_get(index, op->in[j]->name);
         Interval *u = at ? &all[at - 1] : NULL;
         if (u && !u->kept && u->last == i && u->size == res->size &&

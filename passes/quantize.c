@@ -96,7 +96,8 @@ static bool skipped(const DlcPassOptions *opt, const char *layer) {
 }
 
 /* Whether op becomes an int8 layer: a conv2d or dense layer with no
- * activation but a ReLU, in the plain layout, not over steps. */
+ * activation but a ReLU, in the plain layout, not over steps, and (in IR
+ * text that fuse-residual has seen) without a residual sum. */
 static bool quantizable(const DlcModule *m, const DlcOp *op, const DlcPassOptions *opt) {
     if (!is_layer(op) || skipped(opt, layer_name((DlcModule *)m, op)))
         return false;
@@ -105,7 +106,7 @@ static bool quantizable(const DlcModule *m, const DlcOp *op, const DlcPassOption
         return false;
     if (op->kind == DLC_OP_DENSE)
         return !dlc_attr_bool(op, DLC_A_PER_STEP);
-    return dlc_attr_int(op, DLC_A_LAYOUT) == 0;
+    return dlc_attr_int(op, DLC_A_LAYOUT) == 0 && !dlc_attr_bool(op, DLC_A_RESIDUAL);
 }
 
 /* A name for a new value that neither network has. */

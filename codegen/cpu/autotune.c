@@ -126,13 +126,14 @@ static const char *signature(DlcArena *a, const DlcOp *op, const DlcTargetCpu *t
     DlcOpKind act = dlc_op_fused_activation(op);
     return dlc_arena_printf(
         a, "conv2d in=%lldx%lldx%lld out=%lldx%lldx%lld kernel=%lldx%lld stride=%lldx%lld "
-           "pad=%lldx%lld dilation=%lldx%lld epilogue=%s%s cb=%lld b=%lld vector=%d "
+           "pad=%lldx%lld dilation=%lldx%lld epilogue=%s%s%s cb=%lld b=%lld vector=%d "
            "registers=%d threads=%d cc=%s cpu=%s",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         (long long)d[0], (long long)d[1],
         dlc_op_folded_batchnorm(op) >= 0 ? "batchnorm" : dlc_op_bias(op) ? "bias" : "none",
+        dlc_attr_bool(op, DLC_A_RESIDUAL) ? ",residual" : "",
         act == DLC_OP_COUNT ? "" : dlc_arena_printf(a, ",%s", dlc_op_info(act)->name),
         (long long)(dlc_value_layout(op->in[0]) ? dlc_attr_int(op, DLC_A_LAYOUT) : 1),
         (long long)dlc_attr_int(op, DLC_A_LAYOUT), t->vector, t->registers, threads, cc, cpu);
@@ -284,10 +285,10 @@ static void put_op(DlcCtx *ctx, DlcArena *a, Out *o, const Tune *u, int id) {
         put(o, "    {\n    %s"
                "        work[%d] = buffer(w);\n"
                "        packed[%d] = buffer(%lld);\n"
-               "        %s_pack(a1, packed[%d], 0, 1);\n"
+               "        %s_pack(a%d, packed[%d], 0, 1);\n"
                "    }\n",
             scratch[c] ? scratch[c] : "int64_t w = 1;\n", c, c,
-            (long long)dlc_cpu_blocked_conv_packed(&copy), name[c], c);
+            (long long)dlc_cpu_blocked_conv_packed(&copy), name[c], op->nin - op->nparams, c);
     }
     put(o, "    int rounds = 0;\n"
            "    double spent = 0;\n"

@@ -30,8 +30,10 @@
  * a register of the blocked source, per tap and position.
  *
  * The epilogue applies the bias (or the folded batchnorm's scale and
- * shift, padded with zeros past the filters) and the fused activation:
- * ReLU on the register, the others element by element.  The padding
+ * shift, padded with zeros past the filters), adds the residual's register
+ * at the same place (residual=true, the fuse_residual pass: r has y's
+ * type and layout) and applies the fused activation: ReLU on the
+ * register, the others element by element.  The padding
  * filters' results are then the activation of 0: finite, and read by no
  * one, since every reader in a blocked layout multiplies them by zero
  * weights or drops them (reorder, docs/ir.md#layouts).
@@ -224,6 +226,9 @@ static void put_block(Out *o, const DlcOp *op, const Blocked *g, const char *rea
            "                    for (int c = 0; c < %lld; c++) {\n"
            "                        vec v = acc[i][r * %lld + c] * scale + shift;\n",
         real, (long long)pr, (long long)pb, (long long)pb);
+    if (dlc_attr_bool(op, DLC_A_RESIDUAL)) /* the sum's other term, where y goes */
+        put(o, "                        v += *(const vecu *)(res + (((int64_t)(g * NV + i) * OH + oy) * OW + ox0\n"
+               "                                                    + r * OW + c) * B);\n");
     if (act == DLC_OP_RELU) /* v < 0 ? 0 : v, NaN kept, as relu_forward */
         put(o, "                        v = (vec)((ivec)v & ~(ivec)(v < (vec){0}));\n");
     put(o, "                        %s *yj = yb + (r * OW + c) * B;\n"
@@ -277,7 +282,9 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
            "        sh[f] = f < CO ? %s : 0;\n"
            "    }\n",
         real, dlc_op_folded_batchnorm(op) >= 0 ? "bn_scale[f]" : "1",
-        dlc_op_folded_batchnorm(op) >= 0 ? "bn_shift[f]" : dlc_op_bias(op) ? "a2[f]" : "0");
+        dlc_op_folded_batchnorm(op) >= 0 ? "bn_shift[f]"
+        : dlc_op_bias(op) ? dlc_arena_printf(e->arena, "a%d[f]", op->nin - op->nparams + 1)
+                          : "0");
     dlc_cpu_direct_conv_region(o, "UNITS", dlc_arena_printf(e->arena, "%lld", (long long)macs));
     put(o, "        const %s *wt = packed;\n"
            "        if (!wt) { /* not frozen: pack the weights now, together */\n"
@@ -297,6 +304,9 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
            "            const %s *src = a0 + s * (int64_t)(CIB * H * W * CB);\n"
            "            %s *y = r0 + s * (int64_t)(COB * OH * OW * B);\n",
         real, real);
+    if (dlc_attr_bool(op, DLC_A_RESIDUAL))
+        put(o, "            const %s *res = a1 + s * (int64_t)(COB * OH * OW * B); /* its layout */\n",
+            real);
     if (g.xs) {
         put(o, "            /* the source padded with zeros, a block's row at a time */\n"
                "            for (int cb = whole ? 0 : CIB * me / t; cb < (whole ? CIB : CIB * (me + 1) / t); cb++)\n"

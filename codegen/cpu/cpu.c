@@ -1984,7 +1984,8 @@ static bool cpu_emit(DlcCtx *ctx, const DlcModule *m, const DlcEmitOptions *opt,
 }
 
 const char *const dlc_cpu_passes[] = {"autodiff", "optimizer", "step", "cse", "dce",
-                                      "fuse", "quantize", "layout", "tile", "recompute", NULL};
+                                      "fuse", "quantize", "layout", "fuse-residual", "tile",
+                                      "recompute", NULL};
 
 const DlcTarget dlc_target_cpu = {
     .name = "cpu",

@@ -79,5 +79,6 @@ void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op) {
            "    %s bn_scale[%lld], bn_shift[%lld];\n"
            "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
         e->real, f, f, e->k, f, dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BN_EPS)),
-        dlc_op_bias(op) ? "a2" : "NULL", k, k + 1, k + 2, k + 3);
+        dlc_op_bias(op) ? dlc_arena_printf(e->arena, "a%d", op->nin - op->nparams + 1) : "NULL",
+        k, k + 1, k + 2, k + 3);
 }

@@ -53,6 +53,12 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
         dlc_error(nk->ctx, op->loc, "nvptx: %s with a fused relu_grad has no GPU kernel yet", name);
         return false;
     }
+    if (dlc_attr_true(op->kind, op->attrs, DLC_A_RESIDUAL)) {
+        /* the CPU's fuse_residual pass sets it, in blocked layouts only */
+        dlc_error(nk->ctx, op->loc, "nvptx: %s with residual=true (an addition fused in by the "
+                  "CPU's fuse-residual pass) has no GPU kernel; write add(%s(...), r)", name, name);
+        return false;
+    }
     DlcOpKind act = dlc_op_fused_activation(op);
     if (act != DLC_OP_COUNT && act != DLC_OP_RELU) {
         /* the fuse pass merges only a ReLU for a GPU target */

@@ -144,7 +144,10 @@ def blocknet_params():
             "gr.bias": (48,), "dw.weight": (48, 1, 3, 3), "dw.bias": (48,),
             "e.weight": (16, 48, 3, 3),
             "e_2.weight": (16,), "e_2.bias": (16,), "e_2.running_mean": (16,),
-            "e_2.running_var": (16,), "out.weight": (10, 16), "out.bias": (10,)}
+            "e_2.running_var": (16,), "f.weight": (16, 16, 3, 3), "f_2.weight": (16,),
+            "f_2.bias": (16,), "f_2.running_mean": (16,), "f_2.running_var": (16,),
+            "h.weight": (16, 16, 1, 1), "h.bias": (16,),
+            "out.weight": (10, 16), "out.bias": (10,)}
 
 
 def blocknet(p, x, training=False):
@@ -159,7 +162,12 @@ def blocknet(p, x, training=False):
     e = F.batch_norm(e, p["e_2.running_mean"], p["e_2.running_var"], p["e_2.weight"],
                      p["e_2.bias"], training=training, momentum=0.1, eps=1e-5)
     s = F.relu(e + d)
-    return F.linear(s.mean((2, 3)), p["out.weight"], p["out.bias"])
+    f = F.batch_norm(F.conv2d(s, p["f.weight"], padding=1), p["f_2.running_mean"],
+                     p["f_2.running_var"], p["f_2.weight"], p["f_2.bias"], training=training,
+                     momentum=0.1, eps=1e-5)
+    t = F.relu(s + f)
+    u = F.conv2d(t, p["h.weight"], p["h.bias"]) + t
+    return F.linear(u.mean((2, 3)), p["out.weight"], p["out.bias"])
 
 
 def clipnet_params():
