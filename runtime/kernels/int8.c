@@ -257,7 +257,6 @@ void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t 
     int8_t *wp = work;
     int32_t *wsum = (int32_t *)((char *)work + round64((size_t)(q->f * kp)));
     uint8_t *cols = (uint8_t *)wsum + round64((size_t)q->f * sizeof(int32_t));
-    size_t colsize = round64((size_t)(np * kp));
     for (int64_t f = 0; f < q->f; f++) {
         int32_t s = 0;
         for (int64_t k = 0; k < kt; k++)
@@ -266,8 +265,9 @@ void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t 
         wsum[f] = s;
     }
     int64_t xs = q->c * q->h * q->w, ys = q->f * np;
-    int t = threads < 1 ? 1 : threads > n ? (int)n : threads;
 #ifdef _OPENMP
+    int t = threads < 1 ? 1 : threads > n ? (int)n : threads;
+    size_t colsize = round64((size_t)(np * kp)); /* a worker's columns */
     if (t > 1) {
 #pragma omp parallel for num_threads(t) schedule(static)
         for (int64_t s = 0; s < n; s++)
@@ -275,6 +275,8 @@ void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t 
                          acc ? acc + s * ys : NULL, cols + (size_t)omp_get_thread_num() * colsize);
         return;
     }
+#else
+    (void)threads; /* one worker */
 #endif
     for (int64_t s = 0; s < n; s++)
         qconv_sample(q, x + s * xs, wp, wsum, rq, y ? y + s * ys : NULL, acc ? acc + s * ys : NULL,
