@@ -456,10 +456,10 @@ static bool choose(const DlcOp *op, const DlcTargetCpu *t, bool packed, Block *b
  * row, pb / OW whole rows, the last block the rows left.  Every block reads
  * its filters' weights for the whole sum (cb-channel blocks x taps x nv *
  * b), which must fit half of L2.  Streaming them from L2 once a block is
- * not in the model: charged at 32 bytes a cycle, it chose blocks of
- * whole rows on ResNet's 7x7 planes, no faster there (61 GFLOP/s on one
- * thread either way, against 98 on its 56x56 planes) and slower elsewhere
- * by --autotune (bench/history.md).  A block of one
+ * not in the model: charging it chose blocks of whole rows on ResNet's
+ * 7x7 planes, no faster there and slower elsewhere by --autotune; what
+ * slowed those planes was the weights' stream from L3, which the kernel's
+ * prefetch hides (bench/history.md).  A block of one
  * register of filters (16 filters on AVX-512) loads an operand or more a
  * multiply-add, but the plain forms are no better there.  Every store is a
  * whole register.  0 where the block is not legal: a block of filters stays
