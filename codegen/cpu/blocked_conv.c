@@ -283,7 +283,7 @@ void dlc_cpu_blocked_conv(Emit *e, Out *o, const DlcOp *op, const char *pack) {
            "    }\n",
         real, dlc_op_folded_batchnorm(op) >= 0 ? "bn_scale[f]" : "1",
         dlc_op_folded_batchnorm(op) >= 0 ? "bn_shift[f]"
-        : dlc_op_bias(op) ? dlc_arena_printf(e->arena, "a%d[f]", op->nin - op->nparams + 1)
+        : dlc_op_bias(op) ? dlc_arena_printf(e->arena, "%s[f]", dlc_cpu_bias(e, op))
                           : "0");
     dlc_cpu_direct_conv_region(o, "UNITS", dlc_arena_printf(e->arena, "%lld", (long long)macs));
     put(o, "        const %s *wt = packed;\n"

@@ -70,6 +70,10 @@ const char *dlc_cpu_weight(Emit *e, const DlcOp *op) {
     return dlc_arena_printf(e->arena, "a%d", op->nin - op->nparams);
 }
 
+const char *dlc_cpu_bias(Emit *e, const DlcOp *op) {
+    return dlc_op_bias(op) ? dlc_arena_printf(e->arena, "a%d", op->nin - op->nparams + 1) : "NULL";
+}
+
 void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op) {
     int k = dlc_op_folded_batchnorm(op);
     if (k < 0)
@@ -79,6 +83,5 @@ void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op) {
            "    %s bn_scale[%lld], bn_shift[%lld];\n"
            "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
         e->real, f, f, e->k, f, dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BN_EPS)),
-        dlc_op_bias(op) ? dlc_arena_printf(e->arena, "a%d", op->nin - op->nparams + 1) : "NULL",
-        k, k + 1, k + 2, k + 3);
+        dlc_cpu_bias(e, op), k, k + 1, k + 2, k + 3);
 }

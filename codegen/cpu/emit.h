@@ -74,6 +74,9 @@ const char *dlc_cpu_activation_param_name(const DlcOp *op);
 const char *dlc_cpu_relu_y(Emit *e, const DlcOp *op);
 /* The operand of op's first parameter (its weight), after the tensors. */
 const char *dlc_cpu_weight(Emit *e, const DlcOp *op);
+/* The operand of a conv2d's or dense's bias (the parameter after the
+ * weight), "NULL" without one (bias=false). */
+const char *dlc_cpu_bias(Emit *e, const DlcOp *op);
 /* A conv2d with a batchnorm folded in (batchnorm=true) starts with the
  * batchnorm's per-channel scale and shift (bn_scale, bn_shift), from its
  * parameters as they are at this call (training may have changed them

@@ -46,7 +46,7 @@ void dlc_cpu_emit_conv2d(Emit *e, Out *o, const DlcOp *op) {
                "threads);\n");
     else
         put(o, "    dlrt_conv2d_forward(&cv, n, a0, a1, %s, r0, work, threads);\n",
-            dlc_op_bias(op) ? "a2" : "NULL");
+            dlc_cpu_bias(e, op));
 }
 
 void dlc_cpu_emit_conv2d_grad_input(Emit *e, Out *o, const DlcOp *op) {
