@@ -836,6 +836,12 @@ static bool any_init(const Cpu *cpu, DlcInit init) {
     return false;
 }
 
+/* Whether an int8 program's tensor i is an f32 one, which its f32
+ * checkpoints hold: not the int8 network's own (F32_TENSORS). */
+static bool is_f32_tensor(const Cpu *cpu, int i) {
+    return i >= cpu->infer->nparams || dlc_map_get(&cpu->calib->names, cpu->params[i]->name);
+}
+
 static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st,
                     const DlcMemPlan *ss, const Figures *fig) {
     const char *p = cpu->prefix, *T = cpu->type;
@@ -991,7 +997,7 @@ static void put_api(Cpu *cpu, Out *o, const DlcMemPlan *si, const DlcMemPlan *st
         put(o, "static const int F32_TENSORS[] = {");
         nsaved = 0;
         for (int i = 0; i < cpu->nparams; i++)
-            if (i >= cpu->infer->nparams || dlc_map_get(&cpu->calib->names, cpu->params[i]->name))
+            if (is_f32_tensor(cpu, i))
                 put(o, "%s%d", nsaved++ ? ", " : "", i);
         put(o, "%s};\n\n", nsaved ? "" : "0");
     }
@@ -1089,7 +1095,7 @@ static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
        network's own */
     int nf32 = 0;
     for (int i = 0; i < cpu->nparams; i++)
-        nf32 += i >= ninfer || dlc_map_get(&cal->names, cpu->params[i]->name);
+        nf32 += is_f32_tensor(cpu, i);
     put(o, "static const int CALIB_TENSORS[] = {");
     for (int i = 0; i < cal->nparams; i++)
         put(o, "%s%d", i ? ", " : "", tensor_index(cpu, cal->params[i]));
