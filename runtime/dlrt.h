@@ -759,7 +759,7 @@ int64_t dlrt_conv2d_workspace(const DlrtConv *cv, int threads);
  * `threads`.  Neither depends on more than r, n and threads. */
 int64_t dlrt_rnn_workspace(const DlrtRnn *r, int64_t n, int threads);
 int64_t dlrt_rnn_backward_workspace(const DlrtRnn *r, int64_t n, int threads);
-/* ---- kernels/int8.c: int8 inference (dlc --quantize=int8) --------------- */
+/* ---- kernels/int8.c, int8_conv.c: int8 inference (dlc --quantize=int8) -- */
 
 /* An int8 convolution, or a dense layer as a 1x1 convolution of [in,1,1]
  * to [units,1,1]: x [n,c,h,w] int8, w [f,c/groups,kh,kw] int8, sums in
