@@ -793,14 +793,23 @@ void dlrt_requant_init(double acc_scale, double bias, double out_scale, DlrtRequ
 /* One sum requantized (what dlrt_qconv_s8 does to each). */
 int8_t dlrt_requantize(int32_t acc, const DlrtRequant *r, bool relu);
 /* Bytes of scratch memory dlrt_qconv_s8 needs on `threads` workers (the
- * weights padded and their sums, a column buffer per worker), at least
+ * packed weights, when not given, and each worker's operand), at least
  * 64-byte aligned. */
 size_t dlrt_qconv_s8_work(const DlrtQConv *q, int threads);
+/* Bytes of the weights as the VNNI path reads them (dlrt_qconv_s8_pack):
+ * the filters' sums, then for a convolution the weights in 4-channel
+ * groups. */
+size_t dlrt_qconv_s8_packed(const DlrtQConv *q);
+/* Packs w [f,c/groups,kh,kw] into packed (dlrt_qconv_s8_packed bytes,
+ * 64-byte aligned), once for as long as the weights stay. */
+void dlrt_qconv_s8_pack(const DlrtQConv *q, const int8_t *w, void *packed);
 /* The convolution: with rq (one per filter), y [n,f,oh,ow] int8,
  * requantized; with rq NULL, the sums alone into acc [n,f,oh,ow] int32
- * (no bias: an f32 result's epilogue is the caller's). */
+ * (no bias: an f32 result's epilogue is the caller's).  packed: w packed
+ * by dlrt_qconv_s8_pack, or NULL to pack it into work at this call. */
 void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
-                   const DlrtRequant *rq, int8_t *y, int32_t *acc, void *work, int threads);
+                   const DlrtRequant *rq, int8_t *y, int32_t *acc, const void *packed,
+                   void *work, int threads);
 /* Max pooling of int8 tensors (the windows clipped to the plane, as
  * dlrt_maxpool_forward's; band and relu_grad are not read). */
 void dlrt_maxpool_s8(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y);

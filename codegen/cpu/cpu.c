@@ -298,7 +298,7 @@ static OpFunction op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const ch
     const char *path = dlc_ctx_path(cpu->ctx, op->loc);
     Emit e = emit_state(cpu);
     bool direct = dlc_cpu_is_direct_conv(op);
-    const char *pack = dlc_cpu_direct_conv_packed(&e, op)
+    const char *pack = dlc_cpu_packed(&e, op)
                            ? dlc_arena_printf(&cpu->arena, "%s_pack", fname)
                            : NULL;
     Out body = {.name = o->name};
@@ -312,7 +312,7 @@ static OpFunction op_function(Cpu *cpu, Out *o, const DlcOp *op, int k, const ch
         DLC_PUSH(&cpu->arena, cpu->scratch, cpu->nscratch, cpu->capscratch, e.scratch);
 
     if (pack)
-        dlc_cpu_direct_conv_pack(&e, o, op, pack);
+        dlc_cpu_pack(&e, o, op, pack);
     put(o, "\n");
     if (direct)
         dlc_cpu_direct_conv_contract(o, true);
@@ -388,7 +388,7 @@ const char *dlc_cpu_op_function(DlcCtx *ctx, DlcArena *arena, Out *o, const DlcO
 static int64_t packed_span(Cpu *cpu, const DlcOp *op) {
     int64_t line = 64 / (cpu->f64 ? 8 : 4); /* DLRT_ALIGN bytes, in elements */
     Emit e = emit_state(cpu);
-    int64_t n = dlc_cpu_direct_conv_packed(&e, op);
+    int64_t n = dlc_cpu_packed(&e, op);
     return (n + line - 1) / line * line;
 }
 

@@ -3,6 +3,7 @@
  * op families pass to libdlrt the same way (a fused activation, a fused
  * ReLU gradient, the weight, a folded batchnorm). */
 #include "emit.h"
+#include "direct_conv.h"
 
 #define put dlc_cpu_put
 
@@ -84,4 +85,17 @@ void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op) {
            "    dlrt_batchnorm_fold%s(%lld, %s, %s, a%d, a%d, a%d, a%d, bn_scale, bn_shift);\n",
         e->real, f, f, e->k, f, dlc_cpu_cfloat(e, dlc_attr_float(op, DLC_A_BN_EPS)),
         dlc_cpu_bias(e, op), k, k + 1, k + 2, k + 3);
+}
+
+int64_t dlc_cpu_packed(const Emit *e, const DlcOp *op) {
+    if (op->kind == DLC_OP_QCONV2D || op->kind == DLC_OP_QDENSE)
+        return dlc_cpu_quant_packed(e, op);
+    return dlc_cpu_direct_conv_packed(e, op);
+}
+
+void dlc_cpu_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
+    if (op->kind == DLC_OP_QCONV2D || op->kind == DLC_OP_QDENSE)
+        dlc_cpu_quant_pack(e, o, op, name);
+    else
+        dlc_cpu_direct_conv_pack(e, o, op, name);
 }

@@ -84,6 +84,24 @@ const char *dlc_cpu_bias(Emit *e, const DlcOp *op);
  * library's convolution and dlc's own loops alike. */
 void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op);
 
+/* The elements of op's weights packed beforehand for its loops (by
+ * NAME_freeze, for inference): a convolution of dlc's own loops
+ * (direct_conv.h) or an int8 layer on the VNNI path (emit_quant.c); 0 for
+ * an op that reads them as they are.  Such an op's function takes `const
+ * real *restrict packed` (NULL: pack them at the call) after its scratch. */
+int64_t dlc_cpu_packed(const Emit *e, const DlcOp *op);
+/* The packing function `name` of such an op:
+ *   static void name(const W *restrict w, real *restrict wt, int me, int t)
+ * (W the weight's element type) packs worker me of t's share of w into wt
+ * (me = 0, t = 1: all of it). */
+void dlc_cpu_pack(const Emit *e, Out *o, const DlcOp *op, const char *name);
+
+/* ---- emit_quant.c: the int8 layers' packed weights -------------------- */
+
+/* dlc_cpu_packed and dlc_cpu_pack of a qconv2d or qdense. */
+int64_t dlc_cpu_quant_packed(const Emit *e, const DlcOp *op);
+void dlc_cpu_quant_pack(const Emit *e, Out *o, const DlcOp *op, const char *name);
+
 /* ---- cpu.c: one op's function alone, for autotune.c ------------------- */
 
 /* Writes op's function (and its packing function, if it has one) into o,

@@ -1,14 +1,16 @@
 /* emit_quant.c — the C of the quantize pass's int8 ops (passes/quantize.c,
  * docs/quantization.md): quantize and dequantize (libdlrt's, for the
  * element type), and qconv2d and qdense, which call libdlrt's int8
- * convolution (runtime/kernels/int8.c; a dense layer is a 1x1 convolution
- * of [in,1,1]).  Each call first computes every filter's requantization
- * (an int32 bias, multiplier and shift) from the scales as they are then,
- * in double, as a folded batchnorm's scale and shift are computed: a
- * checkpoint loaded or calibrated since changes them.  The integer kernels
- * are written `(dlrt_qconv_s8)(...)`: f64 code calls the same ones.
- * vnni=true (the quantize pass's choice, from --target-cpu) takes the
- * AVX-512 VNNI path, whose integers are the portable path's. */
+ * convolution (runtime/kernels/int8_conv.c; a dense layer is a 1x1
+ * convolution of [in,1,1]).  Each call first computes every filter's
+ * requantization (an int32 bias, multiplier and shift) from the scales as
+ * they are then, in double, as a folded batchnorm's scale and shift are
+ * computed: a checkpoint loaded or calibrated since changes them.  The
+ * integer kernels are written `(dlrt_qconv_s8)(...)`: f64 code calls the
+ * same ones.  vnni=true (the quantize pass's choice, from --target-cpu)
+ * takes the AVX-512 VNNI path, whose integers are the portable path's; its
+ * weights are packed by NAME_freeze (dlrt_qconv_s8_pack), as dlc's own f32
+ * convolutions' are, and at each call before a freeze. */
 #include "emit.h"
 
 #define put dlc_cpu_put
@@ -26,7 +28,7 @@ void dlc_cpu_emit_dequantize(Emit *e, Out *o, const DlcOp *op) {
 }
 
 /* The DlrtQConv of a qconv2d or qdense, as an initializer's fields. */
-static const char *qconv_fields(Emit *e, const DlcOp *op) {
+static const char *qconv_fields(const Emit *e, const DlcOp *op) {
     const DlcType *x = &op->in[0]->type, *y = &op->out[0]->type;
     bool relu = dlc_attr_bool(op, DLC_A_RELU), vnni = dlc_attr_bool(op, DLC_A_VNNI);
     if (op->kind == DLC_OP_QDENSE)
@@ -44,6 +46,43 @@ static const char *qconv_fields(Emit *e, const DlcOp *op) {
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
         (long long)d[0], (long long)d[1], (long long)dlc_attr_int(op, DLC_A_GROUPS), relu, vnni);
+}
+
+/* The bytes of op's packed weights (dlrt_qconv_s8_packed's, computed here
+ * since dlc does not link libdlrt: the filters' sums in whole cache lines,
+ * then for a convolution the filters in 4-channel groups). */
+static int64_t packed_bytes(const DlcOp *op) {
+    const DlcType *x = &op->in[0]->type;
+    int64_t f = op->out[0]->type.dims[0], sums = (f * 4 + 63) / 64 * 64;
+    if (op->kind == DLC_OP_QDENSE)
+        return sums;
+    const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL);
+    const DlcType *y = &op->out[0]->type;
+    int64_t groups = dlc_attr_int(op, DLC_A_GROUPS), c4 = (x->dims[0] / groups + 3) / 4;
+    if (x->dims[1] == 1 && x->dims[2] == 1 && k[0] == 1 && k[1] == 1 && y->dims[1] == 1 &&
+        y->dims[2] == 1 && groups == 1)
+        return sums; /* read as a dense layer's */
+    return sums + (f * c4 * k[0] * k[1] * 4 + 63) / 64 * 64;
+}
+
+int64_t dlc_cpu_quant_packed(const Emit *e, const DlcOp *op) {
+    if (!dlc_attr_bool(op, DLC_A_VNNI))
+        return 0; /* the portable path reads the weights as they are */
+    int64_t real = e->f64 ? 8 : 4;
+    return (packed_bytes(op) + real - 1) / real;
+}
+
+/* The packing, where libdlrt's size agrees with the space reserved (else
+ * the op packs at each call, as before a freeze). */
+void dlc_cpu_quant_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
+    put(o, "\n/* %s's weights as the VNNI path reads them (dlrt_qconv_s8_pack) */\n"
+           "static void %s(const int8_t *restrict w, %s *restrict wt, int me, int t) {\n"
+           "    static const DlrtQConv conv = {%s};\n"
+           "    if (me == 0 && (dlrt_qconv_s8_packed)(&conv) <= %lld)\n"
+           "        (dlrt_qconv_s8_pack)(&conv, w, wt);\n"
+           "    (void)t;\n"
+           "}\n",
+        op->out[0]->name, name, e->real, qconv_fields(e, op), (long long)packed_bytes(op));
 }
 
 /* (x, @weight, @weight_scale, @bias, @input_scale[, @output_scale]): the
@@ -64,9 +103,14 @@ static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
     put(o, "    static const DlrtQConv conv = {%s};\n", fields);
     put(o, "    enum { F = %lld, PER = %lld };\n", (long long)f, (long long)(per / f));
     put(o, "    char *scratch = (char *)work;\n");
+    if (dlc_cpu_quant_packed(e, op))
+        put(o, "    const void *pk = packed && (dlrt_qconv_s8_packed)(&conv) <= %lld ? (const void *)packed : NULL;\n",
+            (long long)packed_bytes(op));
+    else
+        put(o, "    const void *pk = NULL;\n");
     if (float_out) {
         put(o, "    int32_t *acc = (int32_t *)scratch;\n"
-               "    (dlrt_qconv_s8)(&conv, n, a0, a1, NULL, NULL, acc, scratch + ((size_t)n * F * PER * 4 + 63) / 64 * 64, threads);\n"
+               "    (dlrt_qconv_s8)(&conv, n, a0, a1, NULL, NULL, acc, pk, scratch + ((size_t)n * F * PER * 4 + 63) / 64 * 64, threads);\n"
                "    for (int64_t s = 0; s < n; s++)\n"
                "        for (int64_t f = 0; f < F; f++) {\n"
                "            double scale = (double)a4[0] * (double)a2[f];\n"
@@ -81,7 +125,7 @@ static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
     put(o, "    DlrtRequant *rq = (DlrtRequant *)scratch;\n"
            "    for (int64_t f = 0; f < F; f++)\n"
            "        (dlrt_requant_init)((double)a4[0] * (double)a2[f], (double)a3[f], (double)a5[0], &rq[f]);\n"
-           "    (dlrt_qconv_s8)(&conv, n, a0, a1, rq, r0, NULL, scratch + (F * sizeof *rq + 63) / 64 * 64, threads);\n");
+           "    (dlrt_qconv_s8)(&conv, n, a0, a1, rq, r0, NULL, pk, scratch + (F * sizeof *rq + 63) / 64 * 64, threads);\n");
 }
 
 void dlc_cpu_emit_qconv2d(Emit *e, Out *o, const DlcOp *op) { put_qlayer(e, o, op); }

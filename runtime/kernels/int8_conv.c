@@ -1,26 +1,40 @@
 /* int8_conv.c — the int8 convolution of int8 inference (dlc
  * --quantize=int8, docs/quantization.md); a dense layer is a 1x1 one.
- * The requantization of its sums is int8.c's.
+ * The requantization of its sums is int8.c's (dlrt_requantize), which the
+ * vector epilogue here computes lane by lane with the same integers.
  *
- * The convolution lays each output position's window out as a row of
- * int8 (im2col, the row padded with zeros to whole 64-byte blocks), and
- * each result is the dot product of that row with a filter's row of
- * weights (padded alike), summed in int32: exact, so every path gives the
- * same integers.  Two paths:
- *   - portable C: the products of int8 by int8 summed in int32, which the
- *     compiler vectorizes as it can;
- *   - AVX-512 VNNI (DlrtQConv.vnni): vpdpbusd multiplies unsigned by
- *     signed bytes and adds each four products into an int32 lane, so the
- *     row is stored biased by 128 (x + 128, 0..255; a padding zero is 128)
- *     and 128 times the filter's sum of weights is taken back from each
- *     sum: sum w (x + 128) - 128 sum w = sum w x.  The weights stay -127..127
- *     (the quantize pass's symmetric range), so no product saturates.
- * The weights are padded and summed again at each call (as the batchnorm
- * fold is: a few operations per weight against oh * ow multiply-adds per
- * weight), into the caller's scratch memory; nothing is allocated.
- * Samples are split among the workers, each with its own column buffer,
- * so a thread count always gives the same bits (any count does: the sums
- * are exact). */
+ * Every path sums the products exactly in int32, so every path, thread
+ * count and split gives the same integers.  Three paths:
+ *
+ *   - portable C (DlrtQConv.vnni false): each output position's window as a
+ *     row of int8 (im2col, padded to 64 bytes), dotted with a filter's row;
+ *   - AVX-512 VNNI, convolutions: vpdpbusd multiplies 64 unsigned bytes by
+ *     64 signed ones and adds each four products into one of 16 int32
+ *     lanes.  The lanes are 16 output positions of one filter, the four
+ *     bytes four channels at one tap: the operand is converted once per
+ *     sample into 4-channel groups ([c/4][h][w][4], biased by 128 to
+ *     unsigned, the padding ring a biased 0), and the weights are packed
+ *     alike ([f][c/4][kh][kw][4], by dlrt_qconv_s8_pack: once by NAME_freeze
+ *     for inference, else at each call).  Then the 64 bytes of 16
+ *     consecutive positions at one tap are contiguous, so a register block
+ *     of 4 filters by 6 vectors of positions loads 6 vectors and broadcasts
+ *     4 weights for 24 vpdpbusd: no im2col.  Positions run over the padded
+ *     width (the grid oh x wq, its last wq - ow columns computed and not
+ *     stored), so a vector crosses rows and a 7x7 plane fills 4 vectors.  A
+ *     stride s splits the padded operand into s x s phase planes (rows and
+ *     columns by their remainder mod s), so the positions stay contiguous.
+ *     sum w (x + 128) - 128 sum w = sum w x: the weights' sums (packed with
+ *     them) are taken back in the epilogue, with int32 wrapping, which is
+ *     exact since the true sum fits.  The weights stay within -127..127
+ *     (the quantize pass's symmetric range), so no product saturates;
+ *   - AVX-512 VNNI, dense layers (1x1 on a 1x1 plane): each sample's row
+ *     dotted with 4 filters' rows at a time, 64 bytes per instruction, the
+ *     rows read as they are (the tails masked), x biased in registers.
+ *
+ * Samples are split among the workers; fewer samples than workers split
+ * each sample's filters (or, with few filters, its positions) instead.
+ * Nothing is allocated: the caller's scratch memory holds the packed
+ * weights when not given and each worker's converted operand. */
 #include <string.h>
 
 #include "dlrt.h"
@@ -28,44 +42,96 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 #define HAVE_VNNI_PATH 1
+#define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #endif
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-/* ---- the convolution ----------------------------------------------------- */
+static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
+
+static bool is_dense(const DlrtQConv *q) {
+    return q->h == 1 && q->w == 1 && q->kh == 1 && q->kw == 1 && q->oh == 1 && q->ow == 1 &&
+           q->groups == 1;
+}
+
+/* ---- the VNNI path's geometry ------------------------------------------- */
+
+/* The register block: filters by vectors of 16 positions. */
+enum { BLOCK_F = 4, BLOCK_V = 6 };
+
+typedef struct {
+    int64_t cg, fg;    /* a group's channels and filters */
+    int64_t c4;        /* its 4-channel groups */
+    int64_t taps;      /* kh * kw */
+    int64_t k4;        /* bytes of a filter's packed weights: c4 * taps * 4 */
+    int64_t hq, wq;    /* a phase plane's rows and columns (of 4-byte entries) */
+    int64_t grid;      /* positions computed: oh * wq, the extra columns not stored */
+    int64_t xbytes;    /* a worker's converted operand, with a tail that reads past it may touch */
+} Geometry;
+
+/* What the epilogue needs of a filter. */
+typedef struct {
+    int64_t mult;  /* the requantization's multiplier and shift */
+    int32_t shift;
+    int32_t add;   /* added to the biased sums: the bias less 128 times the weights' sum */
+} Epilogue;
+
+static Geometry geometry(const DlrtQConv *q) {
+    Geometry g = {.cg = q->c / q->groups, .fg = q->f / q->groups, .taps = q->kh * q->kw};
+    g.c4 = (g.cg + 3) / 4;
+    g.k4 = g.c4 * g.taps * 4;
+    g.hq = (q->h + 2 * q->ph + q->sh - 1) / q->sh;
+    g.wq = (q->w + 2 * q->pw + q->sw - 1) / q->sw;
+    g.grid = q->oh * g.wq;
+    /* a vector at the grid's last position reads up to 15 entries past it,
+       plus the farthest tap's offset: within the last plane and a row on */
+    g.xbytes = (g.c4 * q->sh * q->sw * g.hq * g.wq + g.wq + 16 * BLOCK_V) * 4;
+    return g;
+}
+
+size_t dlrt_qconv_s8_packed(const DlrtQConv *q) {
+    size_t sums = round64((size_t)q->f * sizeof(int32_t));
+    if (is_dense(q))
+        return sums;
+    return sums + round64((size_t)(q->f * geometry(q).k4));
+}
+
+void dlrt_qconv_s8_pack(const DlrtQConv *q, const int8_t *w, void *packed) {
+    int32_t *sums = packed;
+    int64_t cg = q->c / q->groups, taps = q->kh * q->kw, k = cg * taps;
+    for (int64_t f = 0; f < q->f; f++) {
+        int32_t s = 0;
+        for (int64_t i = 0; i < k; i++)
+            s += w[f * k + i];
+        sums[f] = s;
+    }
+    if (is_dense(q))
+        return;
+    Geometry g = geometry(q);
+    int8_t *w4 = (int8_t *)packed + round64((size_t)q->f * sizeof(int32_t));
+    memset(w4, 0, (size_t)(q->f * g.k4));
+    for (int64_t f = 0; f < q->f; f++)
+        for (int64_t c = 0; c < cg; c++)
+            for (int64_t t = 0; t < taps; t++)
+                w4[f * g.k4 + ((c / 4) * taps + t) * 4 + c % 4] = w[(f * cg + c) * taps + t];
+}
+
+/* ---- the portable path ---------------------------------------------------- */
 
 /* Taps of a group's window, padded to whole 64-byte blocks. */
 static int64_t taps(const DlrtQConv *q) { return q->c / q->groups * q->kh * q->kw; }
 static int64_t padded(const DlrtQConv *q) { return (taps(q) + 63) & ~(int64_t)63; }
 
-static size_t round64(size_t n) { return (n + 63) & ~(size_t)63; }
-
-size_t dlrt_qconv_s8_work(const DlrtQConv *q, int threads) {
-    size_t kp = (size_t)padded(q), p = (size_t)(q->oh * q->ow);
-    return round64((size_t)q->f * kp) + round64((size_t)q->f * sizeof(int32_t)) +
-           (size_t)(threads > 1 ? threads : 1) * round64(p * kp);
-}
-
-bool dlrt_cpu_has_vnni(void) {
-#ifdef HAVE_VNNI_PATH
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
-#else
-    return false;
-#endif
-}
-
 /* The rows of group g's windows of one sample x [c,h,w]: row p holds the
  * window of output position p, channel by channel, each kh x kw; the
- * padding around the image is 0, stored as `bias` (128 for VNNI: a biased
- * zero), and the row's tail past the taps 0 (its weights are 0). */
-static void im2col(const DlrtQConv *q, const int8_t *x, int64_t g, uint8_t bias, uint8_t *col) {
+ * padding around the image 0, and the row's tail past the taps 0. */
+static void im2col(const DlrtQConv *q, const int8_t *x, int64_t g, int8_t *col) {
     int64_t cg = q->c / q->groups, kt = taps(q), kp = padded(q);
     for (int64_t oy = 0; oy < q->oh; oy++)
         for (int64_t ox = 0; ox < q->ow; ox++) {
-            uint8_t *row = col + (oy * q->ow + ox) * kp;
+            int8_t *row = col + (oy * q->ow + ox) * kp;
             int64_t k = 0;
             for (int64_t ci = 0; ci < cg; ci++) {
                 const int8_t *plane = x + (g * cg + ci) * q->h * q->w;
@@ -74,7 +140,7 @@ static void im2col(const DlrtQConv *q, const int8_t *x, int64_t g, uint8_t bias,
                     for (int64_t kx = 0; kx < q->kw; kx++, k++) {
                         int64_t ix = ox * q->sw - q->pw + kx * q->dw;
                         bool in = iy >= 0 && iy < q->h && ix >= 0 && ix < q->w;
-                        row[k] = in ? (uint8_t)(plane[iy * q->w + ix] + bias) : bias;
+                        row[k] = in ? plane[iy * q->w + ix] : 0;
                     }
                 }
             }
@@ -82,83 +148,418 @@ static void im2col(const DlrtQConv *q, const int8_t *x, int64_t g, uint8_t bias,
         }
 }
 
-static int32_t dot_portable(const int8_t *a, const uint8_t *b, int64_t kp) {
+static int32_t dot_portable(const int8_t *a, const int8_t *b, int64_t kp) {
     int32_t s = 0;
     for (int64_t k = 0; k < kp; k++)
-        s += (int32_t)a[k] * (int32_t)(int8_t)b[k];
+        s += (int32_t)a[k] * (int32_t)b[k];
     return s;
 }
 
-#ifdef HAVE_VNNI_PATH
-/* sum over k of w[k] * xb[k], xb unsigned (the operand biased by 128) */
-__attribute__((target("avx512f,avx512bw,avx512vnni")))
-static int32_t dot_vnni(const int8_t *w, const uint8_t *xb, int64_t kp) {
-    __m512i s = _mm512_setzero_si512();
-    for (int64_t k = 0; k < kp; k += 64)
-        s = _mm512_dpbusd_epi32(s, _mm512_loadu_si512((const void *)(xb + k)),
-                                _mm512_loadu_si512((const void *)(w + k)));
-    return _mm512_reduce_add_epi32(s);
-}
-#endif
-
-/* One sample's results, group by group. */
-static void qconv_sample(const DlrtQConv *q, const int8_t *x, const int8_t *wp,
-                         const int32_t *wsum, const DlrtRequant *rq, int8_t *y, int32_t *acc,
-                         uint8_t *col) {
+/* One sample's results, group by group: wp the weights padded as the rows. */
+static void portable_sample(const DlrtQConv *q, const int8_t *x, const int8_t *wp,
+                            const DlrtRequant *rq, int8_t *y, int32_t *acc, int8_t *col) {
     int64_t fg = q->f / q->groups, kp = padded(q), np = q->oh * q->ow;
-    bool vnni = false;
-#ifdef HAVE_VNNI_PATH
-    vnni = q->vnni;
-#endif
     for (int64_t g = 0; g < q->groups; g++) {
-        im2col(q, x, g, vnni ? 128 : 0, col);
-        for (int64_t p = 0; p < np; p++) {
-            const uint8_t *row = col + p * kp;
+        im2col(q, x, g, col);
+        for (int64_t p = 0; p < np; p++)
             for (int64_t f = g * fg; f < (g + 1) * fg; f++) {
-                int32_t s;
-#ifdef HAVE_VNNI_PATH
-                if (vnni)
-                    s = dot_vnni(wp + f * kp, row, kp) - 128 * wsum[f];
-                else
-#endif
-                    s = dot_portable(wp + f * kp, row, kp);
+                int32_t s = dot_portable(wp + f * kp, col + p * kp, kp);
                 if (rq)
                     y[f * np + p] = dlrt_requantize(s, &rq[f], q->relu);
                 else
                     acc[f * np + p] = s;
             }
+    }
+}
+
+static void portable(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
+                     const DlrtRequant *rq, int8_t *y, int32_t *acc, void *work, int threads) {
+    int64_t kt = taps(q), kp = padded(q), np = q->oh * q->ow;
+    int8_t *wp = work, *cols = wp + round64((size_t)(q->f * kp));
+    for (int64_t f = 0; f < q->f; f++) {
+        memcpy(wp + f * kp, w + f * kt, (size_t)kt);
+        memset(wp + f * kp + kt, 0, (size_t)(kp - kt));
+    }
+    int64_t xs = q->c * q->h * q->w, ys = q->f * np;
+    size_t colsize = round64((size_t)(np * kp)); /* a worker's rows */
+#ifdef _OPENMP
+    int t = threads < 1 ? 1 : threads > n ? (int)n : threads;
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
+#else
+    (void)threads; /* one worker */
+#endif
+    for (int64_t s = 0; s < n; s++) {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        portable_sample(q, x + s * xs, wp, rq, y ? y + s * ys : NULL, acc ? acc + s * ys : NULL,
+                        cols + (size_t)me * colsize);
+    }
+}
+
+static size_t portable_work(const DlrtQConv *q, int threads) {
+    size_t kp = (size_t)padded(q), p = (size_t)(q->oh * q->ow);
+    return round64((size_t)q->f * kp) + (size_t)(threads > 1 ? threads : 1) * round64(p * kp);
+}
+
+/* ---- the VNNI path -------------------------------------------------------- */
+
+#ifdef HAVE_VNNI_PATH
+
+/* Sample x's group g converted: xb [c4][sh][sw][hq][wq][4] of x + 128 (the
+ * padding ring, the channels past the group's and the tail 128: a biased
+ * 0).  Entry (c4, ry, rx, qy, qx) holds padded row qy * sh + ry and column
+ * qx * sw + rx; only the phases some tap reads are written (a 1x1
+ * convolution of stride 2 reads one of four).  Four channels go together:
+ * 16 columns of each by SSE2 unpacking where the stride is 1, else one
+ * 32-bit store per column. */
+VNNI static void convert(const DlrtQConv *q, const Geometry *g, const int8_t *x, int64_t grp,
+                         uint8_t *xb) {
+    memset(xb, 0x80, (size_t)g->xbytes);
+    int64_t plane = g->hq * g->wq, hw = q->h * q->w;
+    bool used_y[64] = {false}, used_x[64] = {false}; /* phases read (strides up to 64) */
+    for (int64_t k = 0; k < q->kh; k++)
+        used_y[(k * q->dh) % q->sh % 64] = true;
+    for (int64_t k = 0; k < q->kw; k++)
+        used_x[(k * q->dw) % q->sw % 64] = true;
+    for (int64_t c4 = 0; c4 < g->c4; c4++) {
+        const int8_t *src[4];
+        int64_t real = g->cg - c4 * 4 < 4 ? g->cg - c4 * 4 : 4; /* channels of the group here */
+        for (int j = 0; j < 4; j++)
+            src[j] = j < real ? x + (grp * g->cg + c4 * 4 + j) * hw : NULL;
+        for (int64_t iy = 0; iy < q->h; iy++) {
+            int64_t py = iy + q->ph, ry = py % q->sh;
+            if (!used_y[ry % 64])
+                continue;
+            for (int64_t rx = 0; rx < q->sw; rx++) {
+                if (!used_x[rx % 64])
+                    continue;
+                uint8_t *dst = xb + (((c4 * q->sh + ry) * q->sw + rx) * plane + (py / q->sh) * g->wq) * 4;
+                /* the first column of this phase, and its entry */
+                int64_t ix = ((rx - q->pw) % q->sw + q->sw) % q->sw, qx = (ix + q->pw) / q->sw;
+                if (q->sw == 1 && real == 4) {
+                    const int8_t *r0 = src[0] + iy * q->w, *r1 = src[1] + iy * q->w,
+                                 *r2 = src[2] + iy * q->w, *r3 = src[3] + iy * q->w;
+                    __m128i bias = _mm_set1_epi8((char)0x80);
+                    for (; ix + 16 <= q->w; ix += 16, qx += 16) {
+                        __m128i a = _mm_loadu_si128((const void *)(r0 + ix)),
+                                b = _mm_loadu_si128((const void *)(r1 + ix)),
+                                c = _mm_loadu_si128((const void *)(r2 + ix)),
+                                d = _mm_loadu_si128((const void *)(r3 + ix));
+                        __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+                        __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+                        uint8_t *o = dst + qx * 4;
+                        _mm_storeu_si128((void *)o, _mm_xor_si128(_mm_unpacklo_epi16(ab0, cd0), bias));
+                        _mm_storeu_si128((void *)(o + 16), _mm_xor_si128(_mm_unpackhi_epi16(ab0, cd0), bias));
+                        _mm_storeu_si128((void *)(o + 32), _mm_xor_si128(_mm_unpacklo_epi16(ab1, cd1), bias));
+                        _mm_storeu_si128((void *)(o + 48), _mm_xor_si128(_mm_unpackhi_epi16(ab1, cd1), bias));
+                    }
+                }
+                const int8_t *r[4];
+                for (int j = 0; j < 4; j++)
+                    r[j] = src[j] ? src[j] + iy * q->w : NULL;
+                uint32_t *o = (uint32_t *)(void *)dst;
+                if (real < 4) /* the channels past the group's are 0 */
+                    for (; ix < q->w; ix += q->sw, qx++)
+                        o[qx] = ((uint32_t)(uint8_t)r[0][ix] |
+                                 (uint32_t)(uint8_t)(r[1] ? r[1][ix] : 0) << 8 |
+                                 (uint32_t)(uint8_t)(r[2] ? r[2][ix] : 0) << 16 |
+                                 (uint32_t)(uint8_t)(r[3] ? r[3][ix] : 0) << 24) ^ 0x80808080u;
+                else
+                    for (; ix < q->w; ix += q->sw, qx++)
+                        o[qx] = ((uint32_t)(uint8_t)r[0][ix] | (uint32_t)(uint8_t)r[1][ix] << 8 |
+                                 (uint32_t)(uint8_t)r[2][ix] << 16 |
+                                 (uint32_t)(uint8_t)r[3][ix] << 24) ^ 0x80808080u;
+            }
         }
     }
 }
 
-void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
-                   const DlrtRequant *rq, int8_t *y, int32_t *acc, void *work, int threads) {
-    int64_t kt = taps(q), kp = padded(q), np = q->oh * q->ow;
-    int8_t *wp = work;
-    int32_t *wsum = (int32_t *)((char *)work + round64((size_t)(q->f * kp)));
-    uint8_t *cols = (uint8_t *)wsum + round64((size_t)q->f * sizeof(int32_t));
-    for (int64_t f = 0; f < q->f; f++) {
-        int32_t s = 0;
-        for (int64_t k = 0; k < kt; k++)
-            s += wp[f * kp + k] = w[f * kt + k];
-        memset(wp + f * kp + kt, 0, (size_t)(kp - kt));
-        wsum[f] = s;
+/* The 4-byte entries from a plane group's start to tap t's operand for
+ * grid position 0. */
+static void tap_offsets(const DlrtQConv *q, const Geometry *g, int32_t *off) {
+    int64_t plane = g->hq * g->wq;
+    for (int64_t ky = 0; ky < q->kh; ky++)
+        for (int64_t kx = 0; kx < q->kw; kx++) {
+            int64_t dy = ky * q->dh, dx = kx * q->dw;
+            off[ky * q->kw + kx] = (int32_t)(((dy % q->sh) * q->sw + dx % q->sw) * plane +
+                                             (dy / q->sh) * g->wq + dx / q->sw);
+        }
+}
+
+/* 16 sums (the operand biased) requantized to 16 int8, as dlrt_requantize:
+ * (acc + bias) mult rounded half to even at 2^shift, by adding 2^(shift-1)
+ * - 1 and the quotient's lowest bit before the arithmetic shift. */
+VNNI static inline __m128i requantize16(__m512i v, const Epilogue *e, __m512i lo) {
+    __m512i t = _mm512_add_epi32(v, _mm512_set1_epi32(e->add));
+    __m512i m = _mm512_set1_epi64(e->mult), hi = _mm512_set1_epi64(127);
+    __m128i count = _mm_cvtsi32_si128(e->shift);
+    __m512i rnd = _mm512_set1_epi64(e->shift ? ((int64_t)1 << (e->shift - 1)) - 1 : 0);
+    __m512i odd = _mm512_set1_epi64(e->shift ? 1 : 0);
+    __m512i half[2] = {_mm512_cvtepi32_epi64(_mm512_castsi512_si256(t)),
+                       _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(t, 1))};
+    __m128i out[2];
+    for (int i = 0; i < 2; i++) {
+        __m512i p = _mm512_mul_epi32(half[i], m);
+        __m512i b = _mm512_and_si512(_mm512_sra_epi64(p, count), odd);
+        p = _mm512_sra_epi64(_mm512_add_epi64(_mm512_add_epi64(p, rnd), b), count);
+        p = _mm512_min_epi64(_mm512_max_epi64(p, lo), hi);
+        out[i] = _mm512_cvtepi64_epi8(p);
     }
-    int64_t xs = q->c * q->h * q->w, ys = q->f * np;
+    return _mm_unpacklo_epi64(out[0], out[1]);
+}
+
+/* The part of a block's results to store: lanes of grid positions p0.. */
+typedef struct {
+    const DlrtQConv *q;
+    const Geometry *g;
+    int8_t *y;     /* the group's first filter's results (int8), or */
+    int32_t *acc;  /* its sums */
+    const Epilogue *ep; /* the group's filters' */
+} Store;
+
+/* Vector v of filter f at grid positions p0..p0+15, stored row by row (a
+ * masked store per row it crosses: the grid's extra columns are not). */
+VNNI static inline void store16(const Store *st, int64_t f, int64_t p0, __m512i v, __m512i lo) {
+    const DlrtQConv *q = st->q;
+    int64_t wq = st->g->wq, np = q->oh * q->ow;
+    __m128i b = _mm_setzero_si128();
+    __m512i a = v;
+    if (st->y)
+        b = requantize16(v, &st->ep[f], lo);
+    else
+        a = _mm512_add_epi32(v, _mm512_set1_epi32(st->ep[f].add)); /* the sums alone */
+    for (int64_t r = p0 / wq; r * wq < p0 + 16 && r < q->oh; r++) {
+        int64_t first = r * wq - p0 > 0 ? r * wq - p0 : 0;
+        int64_t end = r * wq + q->ow - p0 < 16 ? r * wq + q->ow - p0 : 16;
+        if (first >= end)
+            continue;
+        __mmask16 m = (__mmask16)(((1u << end) - 1) & ~((1u << first) - 1));
+        int64_t at = f * np + r * q->ow + (p0 - r * wq); /* lane 0's place in row r's terms */
+        if (st->y)
+            _mm_mask_storeu_epi8(st->y + at, m, b);
+        else
+            _mm512_mask_storeu_epi32(st->acc + at, m, a);
+    }
+}
+
+/* Filters f0..f0+NF-1 of the group at grid positions p0.. (NV vectors):
+ * xb the converted operand, w4 the group's packed weights. */
+VNNI static inline __attribute__((always_inline)) void
+block(const Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *off, int64_t f0,
+      int64_t p0, const int NF, const int NV) {
+    const Geometry *g = st->g;
+    int64_t group = st->q->sh * st->q->sw * g->hq * g->wq * 4; /* bytes of a 4-channel group */
+    __m512i acc[BLOCK_F][BLOCK_V];
+#pragma GCC unroll 4
+    for (int i = 0; i < NF; i++)
+#pragma GCC unroll 6
+        for (int j = 0; j < NV; j++)
+            acc[i][j] = _mm512_setzero_si512();
+    const int8_t *w = w4 + f0 * g->k4;
+    for (int64_t c = 0; c < g->c4; c++) {
+        const uint8_t *xc = xb + c * group + p0 * 4;
+        for (int64_t t = 0; t < g->taps; t++, w += 4) {
+            const uint8_t *xt = xc + (int64_t)off[t] * 4;
+            __m512i b[BLOCK_F];
+#pragma GCC unroll 4
+            for (int i = 0; i < NF; i++) {
+                int32_t wi;
+                memcpy(&wi, w + i * g->k4, 4);
+                b[i] = _mm512_set1_epi32(wi);
+            }
+#pragma GCC unroll 6
+            for (int j = 0; j < NV; j++) {
+                __m512i a = _mm512_loadu_si512((const void *)(xt + j * 64));
+#pragma GCC unroll 4
+                for (int i = 0; i < NF; i++)
+                    acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, b[i]);
+            }
+        }
+    }
+    __m512i lo = _mm512_set1_epi64(st->q->relu ? 0 : -128);
+#pragma GCC unroll 4
+    for (int i = 0; i < NF; i++)
+#pragma GCC unroll 6
+        for (int j = 0; j < NV; j++)
+            store16(st, f0 + i, p0 + 16 * j, acc[i][j], lo);
+}
+
+/* Filters [fa, fb) of the group at grid positions [pa, pb). */
+VNNI static void blocks(const Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *off,
+                        int64_t fa, int64_t fb, int64_t pa, int64_t pb) {
+    for (int64_t p0 = pa; p0 < pb; p0 += 16 * BLOCK_V) {
+        int nv = (int)((pb - p0 + 15) / 16 < BLOCK_V ? (pb - p0 + 15) / 16 : BLOCK_V);
+        for (int64_t f0 = fa; f0 < fb; f0 += BLOCK_F) {
+            int nf = (int)(fb - f0 < BLOCK_F ? fb - f0 : BLOCK_F);
+#define CASE(F, V) case (F) * 8 + (V): block(st, xb, w4, off, f0, p0, F, V); break;
+#define CASES(F) CASE(F, 1) CASE(F, 2) CASE(F, 3) CASE(F, 4) CASE(F, 5) CASE(F, 6)
+            switch (nf * 8 + nv) {
+                CASES(1) CASES(2) CASES(3) CASES(4)
+            default:
+                break;
+            }
+#undef CASES
+#undef CASE
+        }
+    }
+}
+
+/* Dense: each sample's row dotted with filters [fa, fb)'s, 4 at a time. */
+VNNI static void dense_rows(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
+                            const int32_t *sums, const DlrtRequant *rq, int8_t *y, int32_t *acc,
+                            int64_t fa, int64_t fb) {
+    int64_t k = q->c, full = k / 64 * 64;
+    __mmask64 tail = (__mmask64)((k - full) ? (~0ull >> (64 - (k - full))) : 0);
+    __m512i bias = _mm512_set1_epi8((char)0x80);
+    for (int64_t f0 = fa; f0 < fb; f0 += 4) {
+        int nf = fb - f0 < 4 ? (int)(fb - f0) : 4;
+        for (int64_t s = 0; s < n; s++) {
+            const int8_t *xs = x + s * k;
+            __m512i a[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(),
+                            _mm512_setzero_si512(), _mm512_setzero_si512()};
+            for (int64_t i = 0; i <= full; i += 64) {
+                __mmask64 m = i < full ? ~(__mmask64)0 : tail;
+                if (!m)
+                    break;
+                __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, xs + i), bias);
+                for (int j = 0; j < nf; j++)
+                    a[j] = _mm512_dpbusd_epi32(a[j], v,
+                                               _mm512_maskz_loadu_epi8(m, w + (f0 + j) * k + i));
+            }
+            for (int j = 0; j < nf; j++) {
+                int64_t f = f0 + j;
+                int32_t sum = (int32_t)((uint32_t)_mm512_reduce_add_epi32(a[j]) -
+                                        128u * (uint32_t)sums[f]);
+                if (rq)
+                    y[s * q->f + f] = dlrt_requantize(sum, &rq[f], q->relu);
+                else
+                    acc[s * q->f + f] = sum;
+            }
+        }
+    }
+}
+
+static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
+
+VNNI static void vnni(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
+                      const DlrtRequant *rq, int8_t *y, int32_t *acc, const void *packed,
+                      void *work, int threads) {
+    size_t packed_bytes = dlrt_qconv_s8_packed(q);
+    if (!packed) {
+        dlrt_qconv_s8_pack(q, w, work);
+        packed = work;
+    }
+    char *scratch = (char *)work + packed_bytes; /* past the packing, used or not */
+    const int32_t *sums = packed;
+    int t = threads < 1 ? 1 : threads;
+    if (is_dense(q)) {
+        int64_t fblocks = (q->f + 3) / 4;
+        t = t > fblocks ? (int)fblocks : t;
 #ifdef _OPENMP
-    int t = threads < 1 ? 1 : threads > n ? (int)n : threads;
-    size_t colsize = round64((size_t)(np * kp)); /* a worker's columns */
-    if (t > 1) {
-#pragma omp parallel for num_threads(t) schedule(static)
-        for (int64_t s = 0; s < n; s++)
-            qconv_sample(q, x + s * xs, wp, wsum, rq, y ? y + s * ys : NULL,
-                         acc ? acc + s * ys : NULL, cols + (size_t)omp_get_thread_num() * colsize);
+#pragma omp parallel num_threads(t) if (t > 1)
+#endif
+        {
+            int me = 0;
+#ifdef _OPENMP
+            me = omp_get_thread_num();
+#endif
+            dense_rows(q, n, x, w, sums, rq, y, acc, fblocks * me / t * 4,
+                       min64(fblocks * (me + 1) / t * 4, q->f));
+        }
+        (void)scratch;
         return;
     }
-#else
-    (void)threads; /* one worker */
+    Geometry g = geometry(q);
+    const int8_t *w4 = (const int8_t *)packed + round64((size_t)q->f * sizeof(int32_t));
+    int64_t np = q->oh * q->ow, xs = q->c * q->h * q->w, ys = q->f * np;
+    /* the epilogue of every filter (rq NULL: the weights' sums alone),
+       the taps' offsets, then each worker's converted operand */
+    Epilogue *ep = (Epilogue *)scratch;
+    scratch += round64((size_t)q->f * sizeof *ep);
+    int32_t *offs = (int32_t *)scratch;
+    scratch += round64((size_t)g.taps * sizeof *offs);
+    tap_offsets(q, &g, offs);
+    for (int64_t f = 0; f < q->f; f++) {
+        uint32_t b = rq ? (uint32_t)rq[f].bias : 0;
+        ep[f] = (Epilogue){.add = (int32_t)(b - 128u * (uint32_t)sums[f]),
+                           .mult = rq ? rq[f].mult : 0, .shift = rq ? rq[f].shift : 0};
+    }
+    /* jobs: (sample, group); with fewer than the workers each is split
+       into parts, by blocks of filters where there are enough, else by
+       vectors of positions */
+    int64_t jobs = n * q->groups, parts = jobs >= t ? 1 : (t + jobs - 1) / jobs;
+    int64_t fblocks = (g.fg + BLOCK_F - 1) / BLOCK_F, vectors = (g.grid + 15) / 16;
+    bool by_filters = fblocks >= 2 * parts || fblocks >= vectors;
+    int64_t units = jobs * parts;
+    t = units < t ? (int)units : t;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(t) if (t > 1)
 #endif
-    for (int64_t s = 0; s < n; s++)
-        qconv_sample(q, x + s * xs, wp, wsum, rq, y ? y + s * ys : NULL, acc ? acc + s * ys : NULL,
-                     cols);
+    {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        uint8_t *xb = (uint8_t *)scratch + (size_t)me * round64((size_t)g.xbytes);
+        int64_t converted = -1;
+        for (int64_t u = units * me / t; u < units * (me + 1) / t; u++) {
+            int64_t job = u / parts, part = u % parts, s = job / q->groups, grp = job % q->groups;
+            if (converted != job)
+                convert(q, &g, x + s * xs, grp, xb), converted = job;
+            Store st = {.q = q, .g = &g, .y = y ? y + s * ys + grp * g.fg * np : NULL,
+                        .acc = acc ? acc + s * ys + grp * g.fg * np : NULL,
+                        .ep = ep + grp * g.fg};
+            int64_t fa = 0, fb = g.fg, pa = 0, pb = g.grid;
+            if (by_filters)
+                fa = fblocks * part / parts * BLOCK_F,
+                fb = min64(fblocks * (part + 1) / parts * BLOCK_F, g.fg);
+            else
+                pa = vectors * part / parts * 16, pb = min64(vectors * (part + 1) / parts * 16, g.grid);
+            blocks(&st, xb, w4 + grp * g.fg * g.k4, offs, fa, fb, pa, pb);
+        }
+    }
+}
+
+#endif /* HAVE_VNNI_PATH */
+
+/* ---- the entry points ---------------------------------------------------- */
+
+size_t dlrt_qconv_s8_work(const DlrtQConv *q, int threads) {
+#ifdef HAVE_VNNI_PATH
+    if (q->vnni) {
+        size_t t = (size_t)(threads > 1 ? threads : 1), bytes = dlrt_qconv_s8_packed(q);
+        if (!is_dense(q)) {
+            Geometry g = geometry(q);
+            bytes += round64((size_t)q->f * sizeof(Epilogue)) +
+                     round64((size_t)g.taps * sizeof(int32_t)) + t * round64((size_t)g.xbytes);
+        }
+        return bytes;
+    }
+#endif
+    return portable_work(q, threads);
+}
+
+bool dlrt_cpu_has_vnni(void) {
+#ifdef HAVE_VNNI_PATH
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+           __builtin_cpu_supports("avx512vl");
+#else
+    return false;
+#endif
+}
+
+void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
+                   const DlrtRequant *rq, int8_t *y, int32_t *acc, const void *packed,
+                   void *work, int threads) {
+#ifdef HAVE_VNNI_PATH
+    if (q->vnni) {
+        vnni(q, n, x, w, rq, y, acc, packed, work, threads);
+        return;
+    }
+#endif
+    (void)packed;
+    portable(q, n, x, w, rq, y, acc, work, threads);
 }

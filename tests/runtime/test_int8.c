@@ -142,7 +142,12 @@ static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
     ref_conv(&q, n, x, w, ref);
     for (int64_t i = 0; i < ny; i++)
         want[i] = ref_requantize(ref[i], &rq[(i / (q.oh * q.ow)) % q.f], q.relu);
-    void *work = dlrt_alloc(dlrt_qconv_s8_work(&q, 2) + 64, 1);
+    DlrtQConv qv = q;
+    qv.vnni = have_vnni;
+    size_t bytes = dlrt_qconv_s8_work(&q, 2), vbytes = dlrt_qconv_s8_work(&qv, 2);
+    void *work = dlrt_alloc((bytes > vbytes ? bytes : vbytes) + 64, 1);
+    void *packed = dlrt_alloc(dlrt_qconv_s8_packed(&q), 1);
+    dlrt_qconv_s8_pack(&q, w, packed);
     char label[200];
     snprintf(label, sizeof label, "c=%lld %lldx%lld f=%lld k=%lldx%lld s=%lld p=%lld d=%lld g=%lld "
              "relu=%d n=%lld%s", (long long)q.c, (long long)q.h, (long long)q.w, (long long)q.f,
@@ -153,10 +158,14 @@ static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
             continue;
         q.vnni = vnni;
         for (int threads = 1; threads <= 2; threads++) {
+            /* the weights packed at the call, then packed beforehand */
             memset(y, 0x55, (size_t)ny);
-            dlrt_qconv_s8(&q, n, x, w, rq, y, NULL, work, threads);
+            dlrt_qconv_s8(&q, n, x, w, rq, y, NULL, NULL, work, threads);
             bool same = memcmp(y, want, (size_t)ny) == 0;
-            dlrt_qconv_s8(&q, n, x, w, NULL, NULL, acc, work, threads);
+            memset(y, 0x55, (size_t)ny);
+            dlrt_qconv_s8(&q, n, x, w, rq, y, NULL, packed, work, threads);
+            same &= memcmp(y, want, (size_t)ny) == 0;
+            dlrt_qconv_s8(&q, n, x, w, NULL, NULL, acc, NULL, work, threads);
             for (int64_t i = 0; i < ny; i++)
                 same &= acc[i] == ref[i];
             if (!same)
@@ -165,7 +174,7 @@ static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
             CHECK(same);
         }
     }
-    free(work);
+    free(work), free(packed);
     free(x), free(w), free(y), free(want), free(acc), free(ref), free(rq);
 }
 
@@ -223,6 +232,18 @@ int main(void) {
     /* groups, depthwise */
     test_conv(conv(8, 8, 8, 12, 3, 1, 1, 1, 4, false), 2, false, vnni);
     test_conv(conv(6, 8, 8, 6, 3, 1, 1, 1, 6, true), 2, false, vnni);
+    /* the VNNI path's register blocks, phase planes and splits: planes
+       whose padded rows are not a vector's multiple, strides of 2 with and
+       without padding, a 7x7 stem, one sample split among two workers by
+       filters and (few filters) by positions, a dense layer's tail */
+    test_conv(conv(64, 14, 14, 64, 3, 1, 1, 1, 1, true), 1, false, vnni);
+    test_conv(conv(32, 15, 15, 20, 3, 2, 1, 1, 1, false), 2, false, vnni);
+    test_conv(conv(16, 14, 14, 8, 1, 2, 0, 1, 1, true), 1, false, vnni);
+    test_conv(conv(3, 32, 32, 16, 7, 2, 3, 1, 1, true), 1, false, vnni);
+    test_conv(conv(24, 7, 7, 6, 3, 1, 1, 1, 1, false), 1, false, vnni);
+    test_conv(conv(4, 40, 40, 2, 3, 1, 1, 1, 1, false), 1, false, vnni);
+    test_conv(conv(10, 9, 9, 5, 3, 2, 2, 2, 1, false), 1, false, vnni);
+    test_conv(dense(512, 37, true), 9, false, vnni);
     /* 129 taps: a window of three blocks of 64, the last nearly empty */
     test_conv(dense(129, 17, false), 3, false, vnni);
     /* the extremes: every product -128 * +-127, in long windows */
