@@ -19,8 +19,10 @@
 #   googlenet-1   GoogLeNet, batch 1 (ms/image), 50 after 5
 #   googlenet-64  GoogLeNet, batch 64 (ms/image), 10 after 2
 # --quick times a tenth of the iterations (at least 2), for a smoke run.
-# The default run (3 repeats) takes about 10 minutes on a 2-core Xeon,
-# compiling the programs and quantizing the peers' models included.
+# The default run (3 repeats) should take 10 to 15 minutes on a quiet
+# 2-core machine, compiling the programs included (an estimate from the
+# f32 times of bench/README.md: most of it is the batch-64 ImageNet cases
+# and compiling the four ImageNet programs).
 #
 # The systems:
 #   dlc            `BUILD/dlc models/X.dl -o X`, then
