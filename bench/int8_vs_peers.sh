@@ -236,7 +236,8 @@ def ms_per_image(case, system):
 def fmt(v):
     if v is None:
         return "—"
-    return f"{v:,.0f}" if v >= 1000 else f"{v:.3g}" if v < 10 else f"{v:.1f}"
+    # 9.996 would print as "10" in 3 digits: 10.0, as the figures above 10
+    return f"{v:,.0f}" if v >= 1000 else f"{v:.3g}" if v < 9.995 else f"{v:.1f}"
 
 
 def ratio(slow, fast):
