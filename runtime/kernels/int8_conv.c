@@ -207,17 +207,72 @@ static size_t portable_work(const DlrtQConv *q, int threads) {
 
 #ifdef HAVE_VNNI_PATH
 
+/* len columns of four channels' rows r[0..3] into dst, 4 bytes a column,
+ * biased by 128: 64 columns at a time (byte and word unpacking within
+ * 128-bit lanes, then a 4x4 transpose of the lanes), the rest 16 at a time,
+ * the last ones masked. */
+VNNI static void interleave4(const int8_t *const r[4], int64_t len, uint8_t *dst) {
+    int64_t i = 0;
+    __m512i bias = _mm512_set1_epi8((char)0x80);
+    for (; i + 64 <= len; i += 64) {
+        __m512i a = _mm512_loadu_si512((const void *)(r[0] + i)),
+                b = _mm512_loadu_si512((const void *)(r[1] + i)),
+                c = _mm512_loadu_si512((const void *)(r[2] + i)),
+                d = _mm512_loadu_si512((const void *)(r[3] + i));
+        __m512i ab0 = _mm512_unpacklo_epi8(a, b), ab1 = _mm512_unpackhi_epi8(a, b);
+        __m512i cd0 = _mm512_unpacklo_epi8(c, d), cd1 = _mm512_unpackhi_epi8(c, d);
+        /* lane L of q[k]: columns 16 L + 4 k .. + 3 */
+        __m512i q0 = _mm512_unpacklo_epi16(ab0, cd0), q1 = _mm512_unpackhi_epi16(ab0, cd0),
+                q2 = _mm512_unpacklo_epi16(ab1, cd1), q3 = _mm512_unpackhi_epi16(ab1, cd1);
+        /* transpose the lanes: out[L] = (q0, q1, q2, q3) lane L */
+        __m512i t0 = _mm512_shuffle_i32x4(q0, q1, 0x44), t1 = _mm512_shuffle_i32x4(q2, q3, 0x44),
+                t2 = _mm512_shuffle_i32x4(q0, q1, 0xee), t3 = _mm512_shuffle_i32x4(q2, q3, 0xee);
+        __m512i o0 = _mm512_shuffle_i32x4(t0, t1, 0x88), o1 = _mm512_shuffle_i32x4(t0, t1, 0xdd),
+                o2 = _mm512_shuffle_i32x4(t2, t3, 0x88), o3 = _mm512_shuffle_i32x4(t2, t3, 0xdd);
+        _mm512_storeu_si512((void *)(dst + i * 4), _mm512_xor_si512(o0, bias));
+        _mm512_storeu_si512((void *)(dst + i * 4 + 64), _mm512_xor_si512(o1, bias));
+        _mm512_storeu_si512((void *)(dst + i * 4 + 128), _mm512_xor_si512(o2, bias));
+        _mm512_storeu_si512((void *)(dst + i * 4 + 192), _mm512_xor_si512(o3, bias));
+    }
+    for (; i < len; i += 16) {
+        int64_t m = len - i < 16 ? len - i : 16;
+        __mmask16 in = (__mmask16)((1u << m) - 1);
+        __m128i a = _mm_maskz_loadu_epi8(in, r[0] + i), b = _mm_maskz_loadu_epi8(in, r[1] + i),
+                c = _mm_maskz_loadu_epi8(in, r[2] + i), d = _mm_maskz_loadu_epi8(in, r[3] + i);
+        __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
+        __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
+        __m512i v = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab0, cd0));
+        v = _mm512_inserti32x4(v, _mm_unpackhi_epi16(ab0, cd0), 1);
+        v = _mm512_inserti32x4(v, _mm_unpacklo_epi16(ab1, cd1), 2);
+        v = _mm512_inserti32x4(v, _mm_unpackhi_epi16(ab1, cd1), 3);
+        _mm512_mask_storeu_epi32(dst + i * 4, in, _mm512_xor_si512(v, bias));
+    }
+}
+
 /* Sample x's group g converted: xb [c4][sh][sw][hq][wq][4] of x + 128 (the
  * padding ring, the channels past the group's and the tail 128: a biased
  * 0).  Entry (c4, ry, rx, qy, qx) holds padded row qy * sh + ry and column
  * qx * sw + rx; only the phases some tap reads are written (a 1x1
  * convolution of stride 2 reads one of four).  Four channels go together:
- * 16 columns of each by SSE2 unpacking where the stride is 1, else one
- * 32-bit store per column. */
+ * by interleave4 where the stride is 1 (a whole plane at once without
+ * padding), else one 32-bit store per column. */
 VNNI static void convert(const DlrtQConv *q, const Geometry *g, const int8_t *x, int64_t grp,
                          uint8_t *xb) {
-    memset(xb, 0x80, (size_t)g->xbytes);
     int64_t plane = g->hq * g->wq, hw = q->h * q->w;
+    /* without padding or stride, and whole groups of 4 channels, every
+       entry but the tail is written */
+    bool whole = q->ph == 0 && q->pw == 0 && q->sh == 1 && q->sw == 1 && g->cg % 4 == 0;
+    size_t body = whole ? (size_t)(g->c4 * plane * 4) : 0;
+    memset(xb + body, 0x80, (size_t)g->xbytes - body);
+    if (whole) {
+        for (int64_t c4 = 0; c4 < g->c4; c4++) {
+            const int8_t *r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = x + (grp * g->cg + c4 * 4 + j) * hw;
+            interleave4(r, hw, xb + c4 * plane * 4);
+        }
+        return;
+    }
     bool used_y[64] = {false}, used_x[64] = {false}; /* phases read (strides up to 64) */
     for (int64_t k = 0; k < q->kh; k++)
         used_y[(k * q->dh) % q->sh % 64] = true;
@@ -239,22 +294,10 @@ VNNI static void convert(const DlrtQConv *q, const Geometry *g, const int8_t *x,
                 /* the first column of this phase, and its entry */
                 int64_t ix = ((rx - q->pw) % q->sw + q->sw) % q->sw, qx = (ix + q->pw) / q->sw;
                 if (q->sw == 1 && real == 4) {
-                    const int8_t *r0 = src[0] + iy * q->w, *r1 = src[1] + iy * q->w,
-                                 *r2 = src[2] + iy * q->w, *r3 = src[3] + iy * q->w;
-                    __m128i bias = _mm_set1_epi8((char)0x80);
-                    for (; ix + 16 <= q->w; ix += 16, qx += 16) {
-                        __m128i a = _mm_loadu_si128((const void *)(r0 + ix)),
-                                b = _mm_loadu_si128((const void *)(r1 + ix)),
-                                c = _mm_loadu_si128((const void *)(r2 + ix)),
-                                d = _mm_loadu_si128((const void *)(r3 + ix));
-                        __m128i ab0 = _mm_unpacklo_epi8(a, b), ab1 = _mm_unpackhi_epi8(a, b);
-                        __m128i cd0 = _mm_unpacklo_epi8(c, d), cd1 = _mm_unpackhi_epi8(c, d);
-                        uint8_t *o = dst + qx * 4;
-                        _mm_storeu_si128((void *)o, _mm_xor_si128(_mm_unpacklo_epi16(ab0, cd0), bias));
-                        _mm_storeu_si128((void *)(o + 16), _mm_xor_si128(_mm_unpackhi_epi16(ab0, cd0), bias));
-                        _mm_storeu_si128((void *)(o + 32), _mm_xor_si128(_mm_unpacklo_epi16(ab1, cd1), bias));
-                        _mm_storeu_si128((void *)(o + 48), _mm_xor_si128(_mm_unpackhi_epi16(ab1, cd1), bias));
-                    }
+                    const int8_t *r[4] = {src[0] + iy * q->w, src[1] + iy * q->w,
+                                          src[2] + iy * q->w, src[3] + iy * q->w};
+                    interleave4(r, q->w, dst + qx * 4);
+                    continue;
                 }
                 const int8_t *r[4];
                 for (int j = 0; j < 4; j++)
@@ -310,37 +353,48 @@ VNNI static inline __m128i requantize16(__m512i v, const Epilogue *e, __m512i lo
     return _mm_unpacklo_epi64(out[0], out[1]);
 }
 
-/* The part of a block's results to store: lanes of grid positions p0.. */
+/* Where a vector of 16 grid positions goes: one masked store per output
+ * row it crosses (the grid's extra columns are not stored).  A vector
+ * crosses at most 16 rows (a grid of 1 column). */
 typedef struct {
-    const DlrtQConv *q;
-    const Geometry *g;
-    int8_t *y;     /* the group's first filter's results (int8), or */
-    int32_t *acc;  /* its sums */
-    const Epilogue *ep; /* the group's filters' */
-} Store;
+    int n;              /* rows crossed */
+    __mmask16 mask[16]; /* the lanes in each */
+    int64_t at[16];     /* lane 0's place in a filter's plane, in that row's terms */
+} Rows;
 
-/* Vector v of filter f at grid positions p0..p0+15, stored row by row (a
- * masked store per row it crosses: the grid's extra columns are not). */
-VNNI static inline void store16(const Store *st, int64_t f, int64_t p0, __m512i v, __m512i lo) {
-    const DlrtQConv *q = st->q;
-    int64_t wq = st->g->wq, np = q->oh * q->ow;
-    __m128i b = _mm_setzero_si128();
-    __m512i a = v;
-    if (st->y)
-        b = requantize16(v, &st->ep[f], lo);
-    else
-        a = _mm512_add_epi32(v, _mm512_set1_epi32(st->ep[f].add)); /* the sums alone */
+static void rows_of(const DlrtQConv *q, int64_t wq, int64_t p0, Rows *v) {
+    v->n = 0;
     for (int64_t r = p0 / wq; r * wq < p0 + 16 && r < q->oh; r++) {
         int64_t first = r * wq - p0 > 0 ? r * wq - p0 : 0;
         int64_t end = r * wq + q->ow - p0 < 16 ? r * wq + q->ow - p0 : 16;
-        if (first >= end)
-            continue;
-        __mmask16 m = (__mmask16)(((1u << end) - 1) & ~((1u << first) - 1));
-        int64_t at = f * np + r * q->ow + (p0 - r * wq); /* lane 0's place in row r's terms */
-        if (st->y)
-            _mm_mask_storeu_epi8(st->y + at, m, b);
-        else
-            _mm512_mask_storeu_epi32(st->acc + at, m, a);
+        if (first < end) {
+            v->mask[v->n] = (__mmask16)(((1u << end) - 1) & ~((1u << first) - 1));
+            v->at[v->n++] = r * q->ow + (p0 - r * wq);
+        }
+    }
+}
+
+/* The part of a block's results to store. */
+typedef struct {
+    const DlrtQConv *q;
+    const Geometry *g;
+    int8_t *y;          /* the group's first filter's results (int8), or */
+    int32_t *acc;       /* its sums */
+    const Epilogue *ep; /* the group's filters' */
+    int64_t np;         /* a filter's results: oh * ow */
+} Store;
+
+/* Vector v of filter f at the positions of `rows`. */
+VNNI static inline void store16(const Store *st, int64_t f, const Rows *rows, __m512i v,
+                                __m512i lo) {
+    if (st->y) {
+        __m128i b = requantize16(v, &st->ep[f], lo);
+        for (int k = 0; k < rows->n; k++)
+            _mm_mask_storeu_epi8(st->y + f * st->np + rows->at[k], rows->mask[k], b);
+    } else {
+        __m512i a = _mm512_add_epi32(v, _mm512_set1_epi32(st->ep[f].add)); /* the sums alone */
+        for (int k = 0; k < rows->n; k++)
+            _mm512_mask_storeu_epi32(st->acc + f * st->np + rows->at[k], rows->mask[k], a);
     }
 }
 
@@ -348,7 +402,7 @@ VNNI static inline void store16(const Store *st, int64_t f, int64_t p0, __m512i 
  * xb the converted operand, w4 the group's packed weights. */
 VNNI static inline __attribute__((always_inline)) void
 block(const Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *off, int64_t f0,
-      int64_t p0, const int NF, const int NV) {
+      int64_t p0, const Rows *rows, const int NF, const int NV) {
     const Geometry *g = st->g;
     int64_t group = st->q->sh * st->q->sw * g->hq * g->wq * 4; /* bytes of a 4-channel group */
     __m512i acc[BLOCK_F][BLOCK_V];
@@ -383,17 +437,20 @@ block(const Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *off, 
     for (int i = 0; i < NF; i++)
 #pragma GCC unroll 6
         for (int j = 0; j < NV; j++)
-            store16(st, f0 + i, p0 + 16 * j, acc[i][j], lo);
+            store16(st, f0 + i, &rows[j], acc[i][j], lo);
 }
 
 /* Filters [fa, fb) of the group at grid positions [pa, pb). */
 VNNI static void blocks(const Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *off,
                         int64_t fa, int64_t fb, int64_t pa, int64_t pb) {
+    Rows rows[BLOCK_V];
     for (int64_t p0 = pa; p0 < pb; p0 += 16 * BLOCK_V) {
         int nv = (int)((pb - p0 + 15) / 16 < BLOCK_V ? (pb - p0 + 15) / 16 : BLOCK_V);
+        for (int j = 0; j < nv; j++)
+            rows_of(st->q, st->g->wq, p0 + 16 * j, &rows[j]);
         for (int64_t f0 = fa; f0 < fb; f0 += BLOCK_F) {
             int nf = (int)(fb - f0 < BLOCK_F ? fb - f0 : BLOCK_F);
-#define CASE(F, V) case (F) * 8 + (V): block(st, xb, w4, off, f0, p0, F, V); break;
+#define CASE(F, V) case (F) * 8 + (V): block(st, xb, w4, off, f0, p0, rows, F, V); break;
 #define CASES(F) CASE(F, 1) CASE(F, 2) CASE(F, 3) CASE(F, 4) CASE(F, 5) CASE(F, 6)
             switch (nf * 8 + nv) {
                 CASES(1) CASES(2) CASES(3) CASES(4)
@@ -443,6 +500,68 @@ VNNI static void dense_rows(const DlrtQConv *q, int64_t n, const int8_t *x, cons
 
 static int64_t min64(int64_t a, int64_t b) { return a < b ? a : b; }
 
+/* One call's plan, which each worker reads. */
+typedef struct {
+    const DlrtQConv *q;
+    const Geometry *g;
+    int64_t n;
+    const int8_t *x, *w, *w4; /* the operand, the weights, packed in 4-channel groups */
+    const int32_t *sums;      /* the filters' sums */
+    const DlrtRequant *rq;
+    int8_t *y;
+    int32_t *acc;
+    const Epilogue *ep;       /* per filter (convolutions) */
+    const int32_t *offs;      /* the taps' offsets */
+    char *xbs;                /* the workers' converted operands */
+    int64_t units, parts;     /* (sample, group) jobs times parts of each */
+    int64_t fblocks, vectors; /* a group's blocks of filters, vectors of positions */
+    bool by_filters;          /* a job's parts split its filters (else its positions) */
+} Plan;
+
+/* Dense: worker me of t takes its share of the blocks of 4 filters. */
+VNNI static void dense_worker(const Plan *p, int me, int t) {
+    int64_t fblocks = (p->q->f + 3) / 4;
+    dense_rows(p->q, p->n, p->x, p->w, p->sums, p->rq, p->y, p->acc, fblocks * me / t * 4,
+               min64(fblocks * (me + 1) / t * 4, p->q->f));
+}
+
+/* Convolutions: worker me of t takes its share of the units. */
+VNNI static void conv_worker(const Plan *p, int me, int t) {
+    const DlrtQConv *q = p->q;
+    const Geometry *g = p->g;
+    int64_t np = q->oh * q->ow, xs = q->c * q->h * q->w, ys = q->f * np;
+    uint8_t *xb = (uint8_t *)p->xbs + (size_t)me * round64((size_t)g->xbytes);
+    int64_t converted = -1;
+    for (int64_t u = p->units * me / t; u < p->units * (me + 1) / t; u++) {
+        int64_t job = u / p->parts, part = u % p->parts, s = job / q->groups, grp = job % q->groups;
+        if (converted != job)
+            convert(q, g, p->x + s * xs, grp, xb), converted = job;
+        Store st = {.q = q, .g = g, .y = p->y ? p->y + s * ys + grp * g->fg * np : NULL,
+                    .acc = p->acc ? p->acc + s * ys + grp * g->fg * np : NULL,
+                    .ep = p->ep + grp * g->fg, .np = np};
+        int64_t fa = 0, fb = g->fg, pa = 0, pb = g->grid;
+        if (p->by_filters)
+            fa = p->fblocks * part / p->parts * BLOCK_F,
+            fb = min64(p->fblocks * (part + 1) / p->parts * BLOCK_F, g->fg);
+        else
+            pa = p->vectors * part / p->parts * 16,
+            pb = min64(p->vectors * (part + 1) / p->parts * 16, g->grid);
+        blocks(&st, xb, p->w4 + grp * g->fg * g->k4, p->offs, fa, fb, pa, pb);
+    }
+}
+
+/* worker(p, me, t) on t workers: called directly on one, without a team */
+static void run(void (*worker)(const Plan *, int, int), const Plan *p, int t) {
+    if (t <= 1) {
+        worker(p, 0, 1);
+        return;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(t)
+    worker(p, omp_get_thread_num(), t);
+#endif
+}
+
 VNNI static void vnni(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
                       const DlrtRequant *rq, int8_t *y, int32_t *acc, const void *packed,
                       void *work, int threads) {
@@ -452,28 +571,19 @@ VNNI static void vnni(const DlrtQConv *q, int64_t n, const int8_t *x, const int8
         packed = work;
     }
     char *scratch = (char *)work + packed_bytes; /* past the packing, used or not */
-    const int32_t *sums = packed;
+    Plan p = {.q = q, .n = n, .x = x, .w = w, .sums = packed, .rq = rq, .y = y, .acc = acc};
     int t = threads < 1 ? 1 : threads;
+#ifndef _OPENMP
+    t = 1; /* one worker */
+#endif
     if (is_dense(q)) {
         int64_t fblocks = (q->f + 3) / 4;
-        t = t > fblocks ? (int)fblocks : t;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(t) if (t > 1)
-#endif
-        {
-            int me = 0;
-#ifdef _OPENMP
-            me = omp_get_thread_num();
-#endif
-            dense_rows(q, n, x, w, sums, rq, y, acc, fblocks * me / t * 4,
-                       min64(fblocks * (me + 1) / t * 4, q->f));
-        }
-        (void)scratch;
+        run(dense_worker, &p, t > fblocks ? (int)fblocks : t);
         return;
     }
     Geometry g = geometry(q);
-    const int8_t *w4 = (const int8_t *)packed + round64((size_t)q->f * sizeof(int32_t));
-    int64_t np = q->oh * q->ow, xs = q->c * q->h * q->w, ys = q->f * np;
+    p.g = &g;
+    p.w4 = (const int8_t *)packed + round64((size_t)q->f * sizeof(int32_t));
     /* the epilogue of every filter (rq NULL: the weights' sums alone),
        the taps' offsets, then each worker's converted operand */
     Epilogue *ep = (Epilogue *)scratch;
@@ -483,43 +593,19 @@ VNNI static void vnni(const DlrtQConv *q, int64_t n, const int8_t *x, const int8
     tap_offsets(q, &g, offs);
     for (int64_t f = 0; f < q->f; f++) {
         uint32_t b = rq ? (uint32_t)rq[f].bias : 0;
-        ep[f] = (Epilogue){.add = (int32_t)(b - 128u * (uint32_t)sums[f]),
+        ep[f] = (Epilogue){.add = (int32_t)(b - 128u * (uint32_t)p.sums[f]),
                            .mult = rq ? rq[f].mult : 0, .shift = rq ? rq[f].shift : 0};
     }
+    p.ep = ep, p.offs = offs, p.xbs = scratch;
     /* jobs: (sample, group); with fewer than the workers each is split
        into parts, by blocks of filters where there are enough, else by
        vectors of positions */
-    int64_t jobs = n * q->groups, parts = jobs >= t ? 1 : (t + jobs - 1) / jobs;
-    int64_t fblocks = (g.fg + BLOCK_F - 1) / BLOCK_F, vectors = (g.grid + 15) / 16;
-    bool by_filters = fblocks >= 2 * parts || fblocks >= vectors;
-    int64_t units = jobs * parts;
-    t = units < t ? (int)units : t;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(t) if (t > 1)
-#endif
-    {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
-        uint8_t *xb = (uint8_t *)scratch + (size_t)me * round64((size_t)g.xbytes);
-        int64_t converted = -1;
-        for (int64_t u = units * me / t; u < units * (me + 1) / t; u++) {
-            int64_t job = u / parts, part = u % parts, s = job / q->groups, grp = job % q->groups;
-            if (converted != job)
-                convert(q, &g, x + s * xs, grp, xb), converted = job;
-            Store st = {.q = q, .g = &g, .y = y ? y + s * ys + grp * g.fg * np : NULL,
-                        .acc = acc ? acc + s * ys + grp * g.fg * np : NULL,
-                        .ep = ep + grp * g.fg};
-            int64_t fa = 0, fb = g.fg, pa = 0, pb = g.grid;
-            if (by_filters)
-                fa = fblocks * part / parts * BLOCK_F,
-                fb = min64(fblocks * (part + 1) / parts * BLOCK_F, g.fg);
-            else
-                pa = vectors * part / parts * 16, pb = min64(vectors * (part + 1) / parts * 16, g.grid);
-            blocks(&st, xb, w4 + grp * g.fg * g.k4, offs, fa, fb, pa, pb);
-        }
-    }
+    int64_t jobs = n * q->groups;
+    p.parts = jobs >= t ? 1 : (t + jobs - 1) / jobs;
+    p.fblocks = (g.fg + BLOCK_F - 1) / BLOCK_F, p.vectors = (g.grid + 15) / 16;
+    p.by_filters = p.fblocks >= 2 * p.parts || p.fblocks >= p.vectors;
+    p.units = jobs * p.parts;
+    run(conv_worker, &p, p.units < t ? (int)p.units : t);
 }
 
 #endif /* HAVE_VNNI_PATH */

@@ -244,6 +244,10 @@ int main(void) {
     test_conv(conv(4, 40, 40, 2, 3, 1, 1, 1, 1, false), 1, false, vnni);
     test_conv(conv(10, 9, 9, 5, 3, 2, 2, 2, 1, false), 1, false, vnni);
     test_conv(dense(512, 37, true), 9, false, vnni);
+    /* planes converted 64 columns at a time: a whole 12x12 plane (1x1, no
+       padding), rows of 66 columns with padding */
+    test_conv(conv(32, 12, 12, 20, 1, 1, 0, 1, 1, true), 2, false, vnni);
+    test_conv(conv(8, 66, 66, 3, 3, 1, 1, 1, 1, false), 1, false, vnni);
     /* 129 taps: a window of three blocks of 64, the last nearly empty */
     test_conv(dense(129, 17, false), 3, false, vnni);
     /* the extremes: every product -128 * +-127, in long windows */

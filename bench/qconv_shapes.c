@@ -1,0 +1,84 @@
+/* qconv_shapes: the speed of libdlrt's int8 convolution (dlrt_qconv_s8,
+ * runtime/kernels/int8_conv.c) on the convolution shapes of ResNet-18,
+ * GoogLeNet and LeNet-5, in GMAC/s (multiply-adds of the real taps).
+ *
+ *   cc -O2 -fopenmp -I runtime bench/qconv_shapes.c build-rel/libdlrt.a -lm -o qconv_shapes
+ *   ./qconv_shapes [REPEATS [THREADS [BATCH [vnni|portable [NAME]]]]]
+ *
+ * Each shape runs REPEATS times (101) on THREADS workers (1) over BATCH
+ * samples (1), the weights packed beforehand (as NAME_freeze does), and
+ * prints the shortest and the median time; NAME keeps the shapes whose
+ * name contains it.  The shortest is the figure to
+ * compare on a machine that other work shares. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dlrt.h"
+#include "timing.h"
+
+typedef struct {
+    const char *name;
+    int64_t c, h, f, k, s, p;
+} Shape;
+
+static const Shape shapes[] = {
+    {"resnet18 stem 7x7/2", 3, 224, 64, 7, 2, 3},
+    {"resnet18 layer1 3x3", 64, 56, 64, 3, 1, 1},
+    {"resnet18 layer2 3x3/2", 64, 56, 128, 3, 2, 1},
+    {"resnet18 layer2 1x1/2", 64, 56, 128, 1, 2, 0},
+    {"resnet18 layer2 3x3", 128, 28, 128, 3, 1, 1},
+    {"resnet18 layer3 3x3", 256, 14, 256, 3, 1, 1},
+    {"resnet18 layer4 3x3", 512, 7, 512, 3, 1, 1},
+    {"googlenet 3a 1x1 to 64", 192, 28, 64, 1, 1, 0},
+    {"googlenet 3a 1x1 to 16", 192, 28, 16, 1, 1, 0},
+    {"googlenet 4a 3x3", 96, 14, 208, 3, 1, 1},
+    {"googlenet 5b 1x1", 832, 7, 384, 1, 1, 0},
+    {"lenet c1 5x5", 1, 28, 6, 5, 1, 2},
+    {"lenet c3 5x5", 6, 14, 16, 5, 1, 0},
+};
+
+int main(int argc, char **argv) {
+    int repeats = argc > 1 ? atoi(argv[1]) : 101, threads = argc > 2 ? atoi(argv[2]) : 1;
+    int64_t n = argc > 3 ? atoll(argv[3]) : 1;
+    bool vnni = argc > 4 ? strcmp(argv[4], "portable") != 0 : dlrt_cpu_has_vnni();
+    if (repeats < 1 || threads < 1 || n < 1) {
+        fprintf(stderr, "usage: qconv_shapes [REPEATS [THREADS [BATCH [vnni|portable [NAME]]]]]\n");
+        return 2;
+    }
+    printf("%-26s %10s %10s %8s  (%d threads, batch %lld, %s)\n", "shape", "min ms", "median ms",
+           "GMAC/s", threads, (long long)n, vnni ? "VNNI" : "portable");
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        const Shape *sh = &shapes[i];
+        if (argc > 5 && !strstr(sh->name, argv[5]))
+            continue;
+        int64_t o = (sh->h + 2 * sh->p - sh->k) / sh->s + 1;
+        DlrtQConv q = {.c = sh->c, .h = sh->h, .w = sh->h, .f = sh->f, .oh = o, .ow = o,
+                       .kh = sh->k, .kw = sh->k, .sh = sh->s, .sw = sh->s, .ph = sh->p,
+                       .pw = sh->p, .dh = 1, .dw = 1, .groups = 1, .relu = true, .vnni = vnni};
+        size_t nx = (size_t)(n * q.c * q.h * q.w), nw = (size_t)(q.f * q.c * q.kh * q.kw);
+        int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)(n * q.f * o * o));
+        for (size_t j = 0; j < nx; j++)
+            x[j] = (int8_t)(rand() % 128);
+        for (size_t j = 0; j < nw; j++)
+            w[j] = (int8_t)(rand() % 255 - 127);
+        DlrtRequant *rq = malloc(sizeof *rq * (size_t)q.f);
+        for (int64_t f = 0; f < q.f; f++)
+            dlrt_requant_init(1e-4, 0.1, 0.05, &rq[f]);
+        void *packed = dlrt_alloc(dlrt_qconv_s8_packed(&q), 1);
+        void *work = dlrt_alloc(dlrt_qconv_s8_work(&q, threads), 1);
+        dlrt_qconv_s8_pack(&q, w, packed);
+        double *t = malloc(sizeof *t * (size_t)repeats);
+        for (int r = 0; r < repeats; r++) {
+            double t0 = now();
+            dlrt_qconv_s8(&q, n, x, w, rq, y, NULL, vnni ? packed : NULL, work, threads);
+            t[r] = now() - t0;
+        }
+        qsort(t, (size_t)repeats, sizeof *t, by_value);
+        double macs = (double)n * (double)nw * (double)(o * o);
+        printf("%-26s %10.4f %10.4f %8.1f\n", sh->name, t[0] * 1e3, t[repeats / 2] * 1e3,
+               macs / t[0] * 1e-9);
+        free(x), free(w), free(y), free(rq), free(packed), free(work), free(t);
+    }
+    return 0;
+}
