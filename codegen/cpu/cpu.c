@@ -498,9 +498,12 @@ static void put_network(Cpu *cpu, Out *o, const DlcNetwork *net, const DlcMemPla
             put(o, ", NULL");
         else if (packed) {
             put(o, ", net->frozen ? net->packed + %lld : NULL", (long long)packed_at);
+            const char *args = ""; /* its weight, and the parameters after it it reads */
+            for (int j = 0; j < dlc_cpu_pack_operands(op); j++)
+                args = dlc_arena_printf(&cpu->arena, "%s%s, ", args,
+                                        where(cpu, plan, op->in[op->nin - op->nparams + j]));
             pack_calls[npack_calls++] = dlc_arena_printf(
-                &cpu->arena, "    %s_pack(%s, net->packed + %lld, 0, 1);\n", fn[i].name,
-                where(cpu, plan, op->in[op->nin - op->nparams]) /* its weight */,
+                &cpu->arena, "    %s_pack(%snet->packed + %lld, 0, 1);\n", fn[i].name, args,
                 (long long)packed_at);
             packed_at += packed;
         }

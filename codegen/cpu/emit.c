@@ -93,6 +93,11 @@ int64_t dlc_cpu_packed(const Emit *e, const DlcOp *op) {
     return dlc_cpu_direct_conv_packed(e, op);
 }
 
+/* an int8 layer's packing also computes its requantization from the scales */
+int dlc_cpu_pack_operands(const DlcOp *op) {
+    return op->kind == DLC_OP_QCONV2D || op->kind == DLC_OP_QDENSE ? op->nparams : 1;
+}
+
 void dlc_cpu_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
     if (op->kind == DLC_OP_QCONV2D || op->kind == DLC_OP_QDENSE)
         dlc_cpu_quant_pack(e, o, op, name);

@@ -91,10 +91,13 @@ void dlc_cpu_put_batchnorm_fold(Emit *e, Out *o, const DlcOp *op);
  * real *restrict packed` (NULL: pack them at the call) after its scratch. */
 int64_t dlc_cpu_packed(const Emit *e, const DlcOp *op);
 /* The packing function `name` of such an op:
- *   static void name(const W *restrict w, real *restrict wt, int me, int t)
+ *   static void name(const W *restrict w, [the op's next parameters,]
+ *                    real *restrict wt, int me, int t)
  * (W the weight's element type) packs worker me of t's share of w into wt
- * (me = 0, t = 1: all of it). */
+ * (me = 0, t = 1: all of it); it reads dlc_cpu_pack_operands(op) of the
+ * op's parameters, from the weight on. */
 void dlc_cpu_pack(const Emit *e, Out *o, const DlcOp *op, const char *name);
+int dlc_cpu_pack_operands(const DlcOp *op);
 
 /* ---- emit_quant.c: the int8 layers' packed weights -------------------- */
 

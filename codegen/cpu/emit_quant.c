@@ -65,24 +65,43 @@ static int64_t packed_bytes(const DlcOp *op) {
     return sums + (f * c4 * k[0] * k[1] * 4 + 63) / 64 * 64;
 }
 
+/* After the weights, a requantized layer's packing holds its filters'
+ * requantizations (12 bytes each), computed from the scales at the freeze. */
+static int64_t requant_bytes(const DlcOp *op) {
+    return dlc_attr_bool(op, DLC_A_FLOAT_OUT) ? 0 : (op->out[0]->type.dims[0] * 12 + 63) / 64 * 64;
+}
+
 int64_t dlc_cpu_quant_packed(const Emit *e, const DlcOp *op) {
     if (!dlc_attr_bool(op, DLC_A_VNNI))
         return 0; /* the portable path reads the weights as they are */
     int64_t real = e->f64 ? 8 : 4;
-    return (packed_bytes(op) + real - 1) / real;
+    return (packed_bytes(op) + requant_bytes(op) + real - 1) / real;
 }
 
 /* The packing, where libdlrt's size agrees with the space reserved (else
- * the op packs at each call, as before a freeze). */
+ * the op packs at each call, as before a freeze), and the requantizations. */
 void dlc_cpu_quant_pack(const Emit *e, Out *o, const DlcOp *op, const char *name) {
-    put(o, "\n/* %s's weights as the VNNI path reads them (dlrt_qconv_s8_pack) */\n"
-           "static void %s(const int8_t *restrict w, %s *restrict wt, int me, int t) {\n"
+    bool requant = !dlc_attr_bool(op, DLC_A_FLOAT_OUT);
+    put(o, "\n/* %s's weights as the VNNI path reads them (dlrt_qconv_s8_pack)%s */\n"
+           "static void %s(const int8_t *restrict w, const %s *restrict ws, const %s *restrict bias,\n"
+           "               const %s *restrict in_scale, %s%s%s%s *restrict wt, int me, int t) {\n"
            "    static const DlrtQConv conv = {%s};\n"
-           "    if (me == 0 && (dlrt_qconv_s8_packed)(&conv) <= %lld)\n"
-           "        (dlrt_qconv_s8_pack)(&conv, w, wt);\n"
            "    (void)t;\n"
-           "}\n",
-        op->out[0]->name, name, e->real, qconv_fields(e, op), (long long)packed_bytes(op));
+           "    if (me != 0 || (dlrt_qconv_s8_packed)(&conv) > %lld)\n"
+           "        return;\n"
+           "    (dlrt_qconv_s8_pack)(&conv, w, wt);\n",
+        op->out[0]->name, requant ? ", then the filters' requantizations" : "", name, e->real,
+        e->real, e->real, requant ? "const " : "", requant ? e->real : "",
+        requant ? " *restrict out_scale, " : "", e->real, qconv_fields(e, op),
+        (long long)packed_bytes(op));
+    if (requant)
+        put(o, "    DlrtRequant *rq = (DlrtRequant *)(void *)((char *)wt + %lld);\n"
+               "    for (int64_t f = 0; f < %lld; f++)\n"
+               "        (dlrt_requant_init)((double)in_scale[0] * (double)ws[f], (double)bias[f], (double)out_scale[0], &rq[f]);\n",
+            (long long)packed_bytes(op), (long long)op->out[0]->type.dims[0]);
+    else
+        put(o, "    (void)ws, (void)bias, (void)in_scale;\n");
+    put(o, "}\n");
 }
 
 /* (x, @weight, @weight_scale, @bias, @input_scale[, @output_scale]): the
@@ -122,10 +141,16 @@ static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
             e->real, dlc_attr_bool(op, DLC_A_RELU) ? "v < 0 ? 0 : " : "");
         return;
     }
-    put(o, "    DlrtRequant *rq = (DlrtRequant *)scratch;\n"
-           "    for (int64_t f = 0; f < F; f++)\n"
-           "        (dlrt_requant_init)((double)a4[0] * (double)a2[f], (double)a3[f], (double)a5[0], &rq[f]);\n"
-           "    (dlrt_qconv_s8)(&conv, n, a0, a1, rq, r0, NULL, pk, scratch + (F * sizeof *rq + 63) / 64 * 64, threads);\n");
+    /* the requantizations: packed with the weights at the freeze, or now */
+    put(o, "    const DlrtRequant *rq = pk ? (const DlrtRequant *)(const void *)((const char *)pk + %lld) : NULL;\n"
+           "    if (!rq) {\n"
+           "        DlrtRequant *now = (DlrtRequant *)(void *)scratch;\n"
+           "        for (int64_t f = 0; f < F; f++)\n"
+           "            (dlrt_requant_init)((double)a4[0] * (double)a2[f], (double)a3[f], (double)a5[0], &now[f]);\n"
+           "        rq = now;\n"
+           "    }\n"
+           "    (dlrt_qconv_s8)(&conv, n, a0, a1, rq, r0, NULL, pk, scratch + (F * sizeof *rq + 63) / 64 * 64, threads);\n",
+        (long long)packed_bytes(op));
 }
 
 void dlc_cpu_emit_qconv2d(Emit *e, Out *o, const DlcOp *op) { put_qlayer(e, o, op); }

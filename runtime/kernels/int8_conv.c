@@ -463,36 +463,94 @@ VNNI static void blocks(const Store *st, const uint8_t *xb, const int8_t *w4, co
     }
 }
 
-/* Dense: each sample's row dotted with filters [fa, fb)'s, 4 at a time. */
+/* Dense layers take 16 filters at a time: a sample's 16 sums, one per
+ * accumulator, reduced together into one vector of 16 lanes. */
+enum { DENSE_F = 16 };
+
+/* s[i] = the sum of a[i]'s 16 lanes: pairs of accumulators interleaved and
+ * added, then pairs of those, then the 128-bit lanes. */
+VNNI static inline __m512i reduce16(const __m512i a[DENSE_F]) {
+    __m512i t[8], u[4];
+    for (int i = 0; i < 8; i++)
+        t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(a[2 * i], a[2 * i + 1]),
+                                _mm512_unpackhi_epi32(a[2 * i], a[2 * i + 1]));
+    for (int i = 0; i < 4; i++) /* lane L of u[i]: a[4i..4i+3]'s partial sums over lane L */
+        u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
+                                _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+    __m512i v0 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], 0x88),
+                                  _mm512_shuffle_i32x4(u[0], u[1], 0xdd));
+    __m512i v1 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], 0x88),
+                                  _mm512_shuffle_i32x4(u[2], u[3], 0xdd));
+    return _mm512_add_epi32(_mm512_shuffle_i32x4(v0, v1, 0x88), _mm512_shuffle_i32x4(v0, v1, 0xdd));
+}
+
+/* 16 sums (the operand biased) of 16 filters requantized, each lane with
+ * its filter's epilogue, as requantize16 does with one. */
+VNNI static inline __m128i requantize16_lanes(__m512i v, const Epilogue *e, __m512i lo) {
+    __m512i add = _mm512_setzero_si512(), hi = _mm512_set1_epi64(127), one = _mm512_set1_epi64(1);
+    __m512i mult[2], shift[2];
+    int32_t a[16];
+    int64_t m[16], sh[16];
+    for (int i = 0; i < 16; i++)
+        a[i] = e[i].add, m[i] = e[i].mult, sh[i] = e[i].shift;
+    add = _mm512_loadu_si512((const void *)a);
+    mult[0] = _mm512_loadu_si512((const void *)m), mult[1] = _mm512_loadu_si512((const void *)(m + 8));
+    shift[0] = _mm512_loadu_si512((const void *)sh), shift[1] = _mm512_loadu_si512((const void *)(sh + 8));
+    __m512i t = _mm512_add_epi32(v, add);
+    __m512i half[2] = {_mm512_cvtepi32_epi64(_mm512_castsi512_si256(t)),
+                       _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(t, 1))};
+    __m128i out[2];
+    for (int i = 0; i < 2; i++) {
+        __m512i odd = _mm512_min_epi64(shift[i], one); /* 1 where shift > 0 */
+        __m512i rnd = _mm512_sub_epi64(_mm512_srli_epi64(_mm512_sllv_epi64(one, shift[i]), 1), odd);
+        __m512i p = _mm512_mul_epi32(half[i], mult[i]);
+        __m512i b = _mm512_and_si512(_mm512_srav_epi64(p, shift[i]), odd);
+        p = _mm512_srav_epi64(_mm512_add_epi64(_mm512_add_epi64(p, rnd), b), shift[i]);
+        p = _mm512_min_epi64(_mm512_max_epi64(p, lo), hi);
+        out[i] = _mm512_cvtepi64_epi8(p);
+    }
+    return _mm_unpacklo_epi64(out[0], out[1]);
+}
+
+/* Dense: each sample's row dotted with filters [fa, fb)'s, 16 at a time
+ * (the weights' rows as they are, the tail of a row masked), x biased in
+ * registers; ep the filters' epilogues. */
 VNNI static void dense_rows(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
-                            const int32_t *sums, const DlrtRequant *rq, int8_t *y, int32_t *acc,
-                            int64_t fa, int64_t fb) {
+                            const Epilogue *ep, int8_t *y, int32_t *acc, int64_t fa, int64_t fb) {
     int64_t k = q->c, full = k / 64 * 64;
     __mmask64 tail = (__mmask64)((k - full) ? (~0ull >> (64 - (k - full))) : 0);
-    __m512i bias = _mm512_set1_epi8((char)0x80);
-    for (int64_t f0 = fa; f0 < fb; f0 += 4) {
-        int nf = fb - f0 < 4 ? (int)(fb - f0) : 4;
+    __m512i bias = _mm512_set1_epi8((char)0x80), lo = _mm512_set1_epi64(q->relu ? 0 : -128);
+    for (int64_t f0 = fa; f0 < fb; f0 += DENSE_F) {
+        int nf = fb - f0 < DENSE_F ? (int)(fb - f0) : DENSE_F;
+        __mmask16 out = (__mmask16)((1u << nf) - 1);
+        Epilogue e[DENSE_F] = {{0, 0, 0}};
+        memcpy(e, ep + f0, sizeof *e * (size_t)nf);
         for (int64_t s = 0; s < n; s++) {
             const int8_t *xs = x + s * k;
-            __m512i a[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(),
-                            _mm512_setzero_si512(), _mm512_setzero_si512()};
-            for (int64_t i = 0; i <= full; i += 64) {
-                __mmask64 m = i < full ? ~(__mmask64)0 : tail;
-                if (!m)
-                    break;
-                __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(m, xs + i), bias);
+            __m512i a[DENSE_F];
+            for (int j = 0; j < DENSE_F; j++)
+                a[j] = _mm512_setzero_si512();
+            for (int64_t i = 0; i < full; i += 64) {
+                __m512i v = _mm512_xor_si512(_mm512_loadu_si512((const void *)(xs + i)), bias);
                 for (int j = 0; j < nf; j++)
                     a[j] = _mm512_dpbusd_epi32(a[j], v,
-                                               _mm512_maskz_loadu_epi8(m, w + (f0 + j) * k + i));
+                                               _mm512_loadu_si512((const void *)(w + (f0 + j) * k + i)));
             }
-            for (int j = 0; j < nf; j++) {
-                int64_t f = f0 + j;
-                int32_t sum = (int32_t)((uint32_t)_mm512_reduce_add_epi32(a[j]) -
-                                        128u * (uint32_t)sums[f]);
-                if (rq)
-                    y[s * q->f + f] = dlrt_requantize(sum, &rq[f], q->relu);
-                else
-                    acc[s * q->f + f] = sum;
+            if (tail) {
+                __m512i v = _mm512_xor_si512(_mm512_maskz_loadu_epi8(tail, xs + full), bias);
+                for (int j = 0; j < nf; j++)
+                    a[j] = _mm512_dpbusd_epi32(a[j], v,
+                                               _mm512_maskz_loadu_epi8(tail, w + (f0 + j) * k + full));
+            }
+            __m512i sum = reduce16(a);
+            if (y)
+                _mm_mask_storeu_epi8(y + s * q->f + f0, out, requantize16_lanes(sum, e, lo));
+            else {
+                int32_t add[DENSE_F];
+                for (int j = 0; j < DENSE_F; j++)
+                    add[j] = e[j].add;
+                _mm512_mask_storeu_epi32(acc + s * q->f + f0, out,
+                                         _mm512_add_epi32(sum, _mm512_loadu_si512((const void *)add)));
             }
         }
     }
@@ -520,9 +578,9 @@ typedef struct {
 
 /* Dense: worker me of t takes its share of the blocks of 4 filters. */
 VNNI static void dense_worker(const Plan *p, int me, int t) {
-    int64_t fblocks = (p->q->f + 3) / 4;
-    dense_rows(p->q, p->n, p->x, p->w, p->sums, p->rq, p->y, p->acc, fblocks * me / t * 4,
-               min64(fblocks * (me + 1) / t * 4, p->q->f));
+    int64_t fblocks = (p->q->f + DENSE_F - 1) / DENSE_F;
+    dense_rows(p->q, p->n, p->x, p->w, p->ep, p->y, p->acc, fblocks * me / t * DENSE_F,
+               min64(fblocks * (me + 1) / t * DENSE_F, p->q->f));
 }
 
 /* Convolutions: worker me of t takes its share of the units. */
@@ -576,27 +634,28 @@ VNNI static void vnni(const DlrtQConv *q, int64_t n, const int8_t *x, const int8
 #ifndef _OPENMP
     t = 1; /* one worker */
 #endif
+    /* the epilogue of every filter (rq NULL: the weights' sums alone) */
+    Epilogue *ep = (Epilogue *)scratch;
+    scratch += round64((size_t)q->f * sizeof *ep);
+    for (int64_t f = 0; f < q->f; f++) {
+        uint32_t b = rq ? (uint32_t)rq[f].bias : 0;
+        ep[f] = (Epilogue){.add = (int32_t)(b - 128u * (uint32_t)p.sums[f]),
+                           .mult = rq ? rq[f].mult : 0, .shift = rq ? rq[f].shift : 0};
+    }
+    p.ep = ep;
     if (is_dense(q)) {
-        int64_t fblocks = (q->f + 3) / 4;
+        int64_t fblocks = (q->f + DENSE_F - 1) / DENSE_F;
         run(dense_worker, &p, t > fblocks ? (int)fblocks : t);
         return;
     }
     Geometry g = geometry(q);
     p.g = &g;
     p.w4 = (const int8_t *)packed + round64((size_t)q->f * sizeof(int32_t));
-    /* the epilogue of every filter (rq NULL: the weights' sums alone),
-       the taps' offsets, then each worker's converted operand */
-    Epilogue *ep = (Epilogue *)scratch;
-    scratch += round64((size_t)q->f * sizeof *ep);
+    /* the taps' offsets, then each worker's converted operand */
     int32_t *offs = (int32_t *)scratch;
     scratch += round64((size_t)g.taps * sizeof *offs);
     tap_offsets(q, &g, offs);
-    for (int64_t f = 0; f < q->f; f++) {
-        uint32_t b = rq ? (uint32_t)rq[f].bias : 0;
-        ep[f] = (Epilogue){.add = (int32_t)(b - 128u * (uint32_t)p.sums[f]),
-                           .mult = rq ? rq[f].mult : 0, .shift = rq ? rq[f].shift : 0};
-    }
-    p.ep = ep, p.offs = offs, p.xbs = scratch;
+    p.offs = offs, p.xbs = scratch;
     /* jobs: (sample, group); with fewer than the workers each is split
        into parts, by blocks of filters where there are enough, else by
        vectors of positions */
@@ -616,10 +675,10 @@ size_t dlrt_qconv_s8_work(const DlrtQConv *q, int threads) {
 #ifdef HAVE_VNNI_PATH
     if (q->vnni) {
         size_t t = (size_t)(threads > 1 ? threads : 1), bytes = dlrt_qconv_s8_packed(q);
+        bytes += round64((size_t)q->f * sizeof(Epilogue));
         if (!is_dense(q)) {
             Geometry g = geometry(q);
-            bytes += round64((size_t)q->f * sizeof(Epilogue)) +
-                     round64((size_t)g.taps * sizeof(int32_t)) + t * round64((size_t)g.xbytes);
+            bytes += round64((size_t)g.taps * sizeof(int32_t)) + t * round64((size_t)g.xbytes);
         }
         return bytes;
     }
