@@ -63,8 +63,11 @@ enum { BLOCK_F = 4, BLOCK_V = 6 };
 
 typedef struct {
     int64_t cg, fg;    /* a group's channels and filters */
-    int64_t c4;        /* its 4-channel groups */
-    int64_t taps;      /* kh * kw */
+    bool columns;      /* the 4 bytes of an entry are 4 columns of one channel
+                          (a window's 4 taps in a row), not 4 channels */
+    int64_t c4;        /* its 4-channel groups, or with columns its channels */
+    int64_t kg;        /* with columns, a window row's groups of 4 taps */
+    int64_t taps;      /* kh * kw, or with columns kh * kg */
     int64_t k4;        /* bytes of a filter's packed weights: c4 * taps * 4 */
     int64_t hq, wq;    /* a phase plane's rows and columns (of 4-byte entries) */
     int64_t grid;      /* positions computed: oh * wq, the extra columns not stored */
@@ -78,12 +81,23 @@ typedef struct {
     int32_t add;   /* added to the biased sums: the bias less 128 times the weights' sum */
 } Epilogue;
 
+/* The longest padded row (and its phases) that a conversion by columns
+ * copies on the stack. */
+enum { ROW_MAX = 4096 };
+
+/* Entries of 4 channels, except where a group has so few channels that 4
+ * columns of each take at most 3/4 of the steps (LeNet-5's first layer:
+ * 10 steps of 4 taps against 25 of 1 channel and 3 of padding). */
 static Geometry geometry(const DlrtQConv *q) {
     Geometry g = {.cg = q->c / q->groups, .fg = q->f / q->groups, .taps = q->kh * q->kw};
     g.c4 = (g.cg + 3) / 4;
-    g.k4 = g.c4 * g.taps * 4;
     g.hq = (q->h + 2 * q->ph + q->sh - 1) / q->sh;
     g.wq = (q->w + 2 * q->pw + q->sw - 1) / q->sw;
+    int64_t kg = (q->kw + 3) / 4;
+    if (q->dw == 1 && g.cg * q->kh * kg * 4 <= g.c4 * g.taps * 3 &&
+        (g.wq + 4) * q->sw + 8 + q->sw * (g.wq + 8) <= ROW_MAX)
+        g.columns = true, g.c4 = g.cg, g.kg = kg, g.taps = q->kh * kg;
+    g.k4 = g.c4 * g.taps * 4;
     g.grid = q->oh * g.wq;
     /* a vector at the grid's last position reads up to 15 entries past it,
        plus the farthest tap's offset: within the last plane and a row on */
@@ -114,8 +128,12 @@ void dlrt_qconv_s8_pack(const DlrtQConv *q, const int8_t *w, void *packed) {
     memset(w4, 0, (size_t)(q->f * g.k4));
     for (int64_t f = 0; f < q->f; f++)
         for (int64_t c = 0; c < cg; c++)
-            for (int64_t t = 0; t < taps; t++)
-                w4[f * g.k4 + ((c / 4) * taps + t) * 4 + c % 4] = w[(f * cg + c) * taps + t];
+            for (int64_t t = 0; t < taps; t++) {
+                int64_t ky = t / q->kw, kx = t % q->kw;
+                int64_t at = g.columns ? ((c * q->kh + ky) * g.kg + kx / 4) * 4 + kx % 4
+                                       : ((c / 4) * taps + t) * 4 + c % 4;
+                w4[f * g.k4 + at] = w[(f * cg + c) * taps + t];
+            }
 }
 
 /* ---- the portable path ---------------------------------------------------- */
@@ -256,8 +274,43 @@ VNNI static void interleave4(const int8_t *const r[4], int64_t len, uint8_t *dst
  * convolution of stride 2 reads one of four).  Four channels go together:
  * by interleave4 where the stride is 1 (a whole plane at once without
  * padding), else one 32-bit store per column. */
+/* The conversion by columns: entry (c, ry, rx, qy, qx) holds padded
+ * columns qx * sw + rx .. + 3 of channel c's padded row qy * sh + ry.  Each
+ * row is copied padded with zeros, split into its sw column phases, and
+ * interleave4 takes the 4 columns from 4 phase arrays at 4 offsets. */
+VNNI static void convert_columns(const DlrtQConv *q, const Geometry *g, const int8_t *x,
+                                 int64_t grp, uint8_t *xb) {
+    memset(xb, 0x80, (size_t)g->xbytes);
+    int64_t plane = g->hq * g->wq, sw = q->sw, len = (g->wq + 4) * sw + 8;
+    int8_t row[ROW_MAX];
+    for (int64_t c = 0; c < g->cg; c++) {
+        const int8_t *src = x + (grp * g->cg + c) * q->h * q->w;
+        for (int64_t iy = 0; iy < q->h; iy++) {
+            int64_t py = iy + q->ph, ry = py % q->sh, qy = py / q->sh;
+            int8_t *padded = row, *phase = row + len; /* sw phases of wq + 8 columns */
+            memset(padded, 0, (size_t)len);
+            memcpy(padded + q->pw, src + iy * q->w, (size_t)q->w);
+            if (sw > 1)
+                for (int64_t k = 0; k < sw; k++)
+                    for (int64_t i = 0; i < g->wq + 8 && i * sw + k < len; i++)
+                        phase[k * (g->wq + 8) + i] = padded[i * sw + k];
+            for (int64_t rx = 0; rx < sw; rx++) {
+                const int8_t *r[4];
+                for (int j = 0; j < 4; j++)
+                    r[j] = sw == 1 ? padded + j
+                                   : phase + ((rx + j) % sw) * (g->wq + 8) + (rx + j) / sw;
+                interleave4(r, g->wq, xb + (((c * q->sh + ry) * sw + rx) * plane + qy * g->wq) * 4);
+            }
+        }
+    }
+}
+
 VNNI static void convert(const DlrtQConv *q, const Geometry *g, const int8_t *x, int64_t grp,
                          uint8_t *xb) {
+    if (g->columns) {
+        convert_columns(q, g, x, grp, xb);
+        return;
+    }
     int64_t plane = g->hq * g->wq, hw = q->h * q->w;
     /* without padding or stride, and whole groups of 4 channels, every
        entry but the tail is written */
@@ -322,12 +375,13 @@ VNNI static void convert(const DlrtQConv *q, const Geometry *g, const int8_t *x,
 /* The 4-byte entries from a plane group's start to tap t's operand for
  * grid position 0. */
 static void tap_offsets(const DlrtQConv *q, const Geometry *g, int32_t *off) {
-    int64_t plane = g->hq * g->wq;
+    int64_t plane = g->hq * g->wq, per_row = g->columns ? g->kg : q->kw;
     for (int64_t ky = 0; ky < q->kh; ky++)
-        for (int64_t kx = 0; kx < q->kw; kx++) {
-            int64_t dy = ky * q->dh, dx = kx * q->dw;
-            off[ky * q->kw + kx] = (int32_t)(((dy % q->sh) * q->sw + dx % q->sw) * plane +
-                                             (dy / q->sh) * g->wq + dx / q->sw);
+        for (int64_t kx = 0; kx < per_row; kx++) {
+            /* with columns, tap group kx starts at column 4 kx */
+            int64_t dy = ky * q->dh, dx = g->columns ? kx * 4 : kx * q->dw;
+            off[ky * per_row + kx] = (int32_t)(((dy % q->sh) * q->sw + dx % q->sw) * plane +
+                                               (dy / q->sh) * g->wq + dx / q->sw);
         }
 }
 

@@ -248,6 +248,11 @@ int main(void) {
        padding), rows of 66 columns with padding */
     test_conv(conv(32, 12, 12, 20, 1, 1, 0, 1, 1, true), 2, false, vnni);
     test_conv(conv(8, 66, 66, 3, 3, 1, 1, 1, 1, false), 1, false, vnni);
+    /* entries of 4 columns of one channel (few channels, wide windows):
+       strides 1 to 3, a row of 70, 7 taps a row (two groups, one short) */
+    test_conv(conv(1, 70, 70, 5, 5, 1, 2, 1, 1, true), 1, false, vnni);
+    test_conv(conv(2, 23, 23, 9, 7, 2, 3, 1, 1, false), 2, false, vnni);
+    test_conv(conv(1, 17, 17, 4, 8, 3, 1, 1, 1, false), 1, false, vnni);
     /* 129 taps: a window of three blocks of 64, the last nearly empty */
     test_conv(dense(129, 17, false), 3, false, vnni);
     /* the extremes: every product -128 * +-127, in long windows */
