@@ -773,6 +773,9 @@ typedef struct DlrtQConv {
                                operand biased by 128 to unsigned, the weights'
                                sums times 128 taken back): the same integers
                                as the portable loops; only on a CPU that has it */
+    bool avx2;              /* without vnni, the sums by AVX2 (vpmaddubsw where
+                               the operand is nonnegative, else vpmaddwd on
+                               16 bits) where the CPU has it, else portable */
 } DlrtQConv;
 
 /* One filter's requantization: y = clamp(round((acc + bias) mult /
@@ -824,8 +827,10 @@ double dlrt_quantize_weights(int64_t f, int64_t k, const float *w, const float *
                              const float *bn_w, const float *bn_b, const float *bn_mean,
                              const float *bn_var, double eps, int8_t *qw, float *wscale,
                              float *qbias);
-/* Whether this CPU has what DlrtQConv.vnni needs (AVX-512 BW and VNNI). */
+/* Whether this CPU has what DlrtQConv.vnni needs (AVX-512 BW, VL and
+ * VNNI), and what .avx2 does. */
 bool dlrt_cpu_has_vnni(void);
+bool dlrt_cpu_has_avx2(void);
 
 /* The kernels, for float and (with the suffix _f64) for double: see
  * dlrt_kernels.h, sectioned by family.  f64 serves gradient checks by

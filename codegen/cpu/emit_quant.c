@@ -34,18 +34,20 @@ static const char *qconv_fields(const Emit *e, const DlcOp *op) {
     if (op->kind == DLC_OP_QDENSE)
         return dlc_arena_printf(e->arena, ".c = %lld, .h = 1, .w = 1, .f = %lld, .oh = 1, "
                                 ".ow = 1, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .dh = 1, .dw = 1, "
-                                ".groups = 1, .relu = %d, .vnni = %d",
-                                (long long)dlc_type_numel(x), (long long)y->dims[0], relu, vnni);
+                                ".groups = 1, .relu = %d, .vnni = %d, .avx2 = %d",
+                                (long long)dlc_type_numel(x), (long long)y->dims[0], relu, vnni,
+                                !vnni);
     const int64_t *k = dlc_attr_pair(op, DLC_A_KERNEL), *s = dlc_attr_pair(op, DLC_A_STRIDE),
                   *p = dlc_attr_pair(op, DLC_A_PAD), *d = dlc_attr_pair(op, DLC_A_DILATION);
     return dlc_arena_printf(
         e->arena, ".c = %lld, .h = %lld, .w = %lld, .f = %lld, .oh = %lld, .ow = %lld, "
         ".kh = %lld, .kw = %lld, .sh = %lld, .sw = %lld, .ph = %lld, .pw = %lld, .dh = %lld, "
-        ".dw = %lld, .groups = %lld, .relu = %d, .vnni = %d",
+        ".dw = %lld, .groups = %lld, .relu = %d, .vnni = %d, .avx2 = %d",
         (long long)x->dims[0], (long long)x->dims[1], (long long)x->dims[2],
         (long long)y->dims[0], (long long)y->dims[1], (long long)y->dims[2], (long long)k[0],
         (long long)k[1], (long long)s[0], (long long)s[1], (long long)p[0], (long long)p[1],
-        (long long)d[0], (long long)d[1], (long long)dlc_attr_int(op, DLC_A_GROUPS), relu, vnni);
+        (long long)d[0], (long long)d[1], (long long)dlc_attr_int(op, DLC_A_GROUPS), relu, vnni,
+        !vnni);
 }
 
 /* The bytes of op's packed weights (dlrt_qconv_s8_packed's, computed here
@@ -72,8 +74,6 @@ static int64_t requant_bytes(const DlcOp *op) {
 }
 
 int64_t dlc_cpu_quant_packed(const Emit *e, const DlcOp *op) {
-    if (!dlc_attr_bool(op, DLC_A_VNNI))
-        return 0; /* the portable path reads the weights as they are */
     int64_t real = e->f64 ? 8 : 4;
     return (packed_bytes(op) + requant_bytes(op) + real - 1) / real;
 }
@@ -122,11 +122,8 @@ static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
     put(o, "    static const DlrtQConv conv = {%s};\n", fields);
     put(o, "    enum { F = %lld, PER = %lld };\n", (long long)f, (long long)(per / f));
     put(o, "    char *scratch = (char *)work;\n");
-    if (dlc_cpu_quant_packed(e, op))
-        put(o, "    const void *pk = packed && (dlrt_qconv_s8_packed)(&conv) <= %lld ? (const void *)packed : NULL;\n",
-            (long long)packed_bytes(op));
-    else
-        put(o, "    const void *pk = NULL;\n");
+    put(o, "    const void *pk = packed && (dlrt_qconv_s8_packed)(&conv) <= %lld ? (const void *)packed : NULL;\n",
+        (long long)packed_bytes(op));
     if (float_out) {
         put(o, "    int32_t *acc = (int32_t *)scratch;\n"
                "    (dlrt_qconv_s8)(&conv, n, a0, a1, NULL, NULL, acc, pk, scratch + ((size_t)n * F * PER * 4 + 63) / 64 * 64, threads);\n"

@@ -1,4 +1,4 @@
-/* test_int8.c — libdlrt's int8 kernels (runtime/kernels/int8.c) against
+/* test_int8.c — libdlrt's int8 kernels (runtime/kernels/int8*.c) against
  * an integer reference written here, bit for bit.
  *
  *   test_int8     the tests; the last line says "N passed, M failed" (exit
@@ -10,11 +10,14 @@
  *   even, its clamps and NaN; dequantize;
  * - dlrt_requant_init's multiplier and shift for known scales;
  * - the convolution (and the dense layer, a 1x1 convolution of [in,1,1])
- *   on random operands and weights of many geometries (strides, padding,
- *   dilation, groups, depthwise, windows of taps not a multiple of 64),
- *   the extremes (-128 everywhere by weights of +-127), requantized or as
- *   int32 sums, on the portable path and the VNNI path, at one worker and
- *   two: every result equal to a direct convolution summed in int64 and
+ *   on random operands (signed, and nonnegative as after a ReLU) and
+ *   weights of many geometries (strides, padding, dilation, groups,
+ *   depthwise, windows of taps not a multiple of 64, the VNNI path's
+ *   blocks, phase planes and splits), the extremes (-128 or 127 everywhere
+ *   by weights of +-127), requantized or as int32 sums, on the portable,
+ *   AVX2 and VNNI paths (each where the CPU has it), the weights packed at
+ *   the call and beforehand, at one worker and two: every result equal to
+ *   a direct convolution summed in int64 and
  *   requantized by exact integer division (sign and magnitude, the
  *   remainder against half the divisor: another computation than the
  *   kernel's floor shift);
@@ -122,9 +125,11 @@ static void test_rounding(void) {
     CHECK(y[0] == -64.0f && y[1] == 0.0f && y[2] == 63.5f);
 }
 
-/* One geometry: random operands, weights and scales (or the extremes),
- * through both paths at 1 and 2 workers, against the reference. */
-static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
+/* One geometry: random operands, weights and scales (or the extremes:
+ * -128, or 127 where nonnegative, by +-127), through every path at 1 and 2
+ * workers, against the reference; nonnegative operands (ReLU's) take
+ * AVX2's byte products. */
+static void test_conv_with(DlrtQConv q, int64_t n, bool extremes, bool have_vnni, bool nonneg) {
     int64_t cg = q.c / q.groups;
     int64_t nx = n * q.c * q.h * q.w, nw = q.f * cg * q.kh * q.kw, ny = n * q.f * q.oh * q.ow;
     int8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw), *y = malloc((size_t)ny),
@@ -133,7 +138,8 @@ static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
     int64_t *ref = malloc(sizeof *ref * (size_t)ny);
     DlrtRequant *rq = malloc(sizeof *rq * (size_t)q.f);
     for (int64_t i = 0; i < nx; i++)
-        x[i] = extremes ? -128 : (int8_t)(next_u32() % 256 - 128);
+        x[i] = extremes ? (nonneg ? 127 : -128)
+                        : (int8_t)(nonneg ? next_u32() % 128 : next_u32() % 256 - 128);
     for (int64_t i = 0; i < nw; i++)
         w[i] = extremes ? (i % 2 ? 127 : -127) : (int8_t)(next_u32() % 255 - 127);
     for (int64_t f = 0; f < q.f; f++)
@@ -142,21 +148,27 @@ static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
     ref_conv(&q, n, x, w, ref);
     for (int64_t i = 0; i < ny; i++)
         want[i] = ref_requantize(ref[i], &rq[(i / (q.oh * q.ow)) % q.f], q.relu);
-    DlrtQConv qv = q;
-    qv.vnni = have_vnni;
-    size_t bytes = dlrt_qconv_s8_work(&q, 2), vbytes = dlrt_qconv_s8_work(&qv, 2);
-    void *work = dlrt_alloc((bytes > vbytes ? bytes : vbytes) + 64, 1);
+    size_t bytes = 0; /* the most any path needs */
+    for (int way = 0; way < 3; way++) {
+        DlrtQConv qv = q;
+        qv.avx2 = way == 1, qv.vnni = way == 2;
+        size_t b = dlrt_qconv_s8_work(&qv, 2);
+        bytes = b > bytes ? b : bytes;
+    }
+    void *work = dlrt_alloc(bytes + 64, 1);
     void *packed = dlrt_alloc(dlrt_qconv_s8_packed(&q), 1);
     dlrt_qconv_s8_pack(&q, w, packed);
     char label[200];
     snprintf(label, sizeof label, "c=%lld %lldx%lld f=%lld k=%lldx%lld s=%lld p=%lld d=%lld g=%lld "
-             "relu=%d n=%lld%s", (long long)q.c, (long long)q.h, (long long)q.w, (long long)q.f,
+             "relu=%d n=%lld%s%s", (long long)q.c, (long long)q.h, (long long)q.w, (long long)q.f,
              (long long)q.kh, (long long)q.kw, (long long)q.sh, (long long)q.ph, (long long)q.dh,
-             (long long)q.groups, q.relu, (long long)n, extremes ? " extremes" : "");
-    for (int vnni = 0; vnni < 2; vnni++) {
-        if (vnni && !have_vnni)
+             (long long)q.groups, q.relu, (long long)n, extremes ? " extremes" : "",
+             nonneg ? " nonnegative" : "");
+    static const char *const ways[] = {"portable", "AVX2", "VNNI"};
+    for (int way = 0; way < 3; way++) {
+        if ((way == 2 && !have_vnni) || (way == 1 && !dlrt_cpu_has_avx2()))
             continue;
-        q.vnni = vnni;
+        q.avx2 = way == 1, q.vnni = way == 2;
         for (int threads = 1; threads <= 2; threads++) {
             /* the weights packed at the call, then packed beforehand */
             memset(y, 0x55, (size_t)ny);
@@ -169,13 +181,18 @@ static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
             for (int64_t i = 0; i < ny; i++)
                 same &= acc[i] == ref[i];
             if (!same)
-                fprintf(stderr, "test_int8.c: %s, %s path, %d workers:\n", label,
-                        vnni ? "VNNI" : "portable", threads);
+                fprintf(stderr, "test_int8.c: %s, %s path, %d workers:\n", label, ways[way],
+                        threads);
             CHECK(same);
         }
     }
     free(work), free(packed);
     free(x), free(w), free(y), free(want), free(acc), free(ref), free(rq);
+}
+
+static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
+    test_conv_with(q, n, extremes, have_vnni, false);
+    test_conv_with(q, n, extremes, have_vnni, true);
 }
 
 static DlrtQConv conv(int64_t c, int64_t h, int64_t w, int64_t f, int64_t k, int64_t s,
