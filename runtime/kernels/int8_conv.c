@@ -75,6 +75,7 @@ Int8Geometry int8_geometry(const DlrtQConv *q) {
     /* a vector at the grid's last position reads up to 15 entries past it,
        plus the farthest tap's offset: within the last plane and a row on */
     g.xbytes = (g.c4 * q->sh * q->sw * g.hq * g.wq + g.wq + INT8_READ_AHEAD) * 4;
+    g.worker = int8_round64((size_t)g.xbytes + 5 * (size_t)q->w); /* and convert's rows */
     return g;
 }
 
@@ -255,7 +256,6 @@ static void convert(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x, 
         return;
     }
     int64_t plane = g->hq * g->wq, hw = q->h * q->w;
-    uint32_t bias4 = bias * 0x01010101u;
     /* without padding or stride, and whole groups of 4 channels, every
        entry but the tail is written */
     bool whole = q->ph == 0 && q->pw == 0 && q->sh == 1 && q->sw == 1 && g->cg % 4 == 0;
@@ -275,6 +275,11 @@ static void convert(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x, 
         used_y[(k * q->dh) % q->sh % 64] = true;
     for (int64_t k = 0; k < q->kw; k++)
         used_x[(k * q->dw) % q->sw % 64] = true;
+    /* a row of zeros for the channels past the group's, and each of the 4
+       rows split into its column phases (phase k: columns k, k + sw, ...) */
+    int8_t *zeros = (int8_t *)(xb + g->xbytes), *split = zeros + q->w;
+    memset(zeros, 0, (size_t)q->w);
+    int64_t sw = q->sw;
     for (int64_t c4 = 0; c4 < g->c4; c4++) {
         const int8_t *src[4];
         int64_t real = g->cg - c4 * 4 < 4 ? g->cg - c4 * 4 : 4; /* channels of the group here */
@@ -284,33 +289,42 @@ static void convert(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x, 
             int64_t py = iy + q->ph, ry = py % q->sh;
             if (!used_y[ry % 64])
                 continue;
-            for (int64_t rx = 0; rx < q->sw; rx++) {
+            const int8_t *row[4];
+            for (int j = 0; j < 4; j++)
+                row[j] = src[j] ? src[j] + iy * q->w : zeros;
+            uint8_t *dst = xb + ((c4 * q->sh + ry) * sw * plane + (py / q->sh) * g->wq) * 4;
+            if (sw == 1) {
+                interleave4(row, q->w, dst + q->pw * 4, bias);
+                continue;
+            }
+            /* phase k of row j at split + j * w + k's first entry */
+            int64_t start[64];
+            for (int64_t k = 0, at = 0; k < sw && k < 64; at += (q->w - k + sw - 1) / sw, k++)
+                start[k] = at;
+            for (int j = 0; j < 4; j++) {
+                int8_t *out = split + j * q->w;
+                if (row[j] == zeros)
+                    memset(out, 0, (size_t)q->w);
+#ifdef DLRT_INT8_X86
+                else if (sw == 2 && avx512)
+                    int8_split2_avx512(row[j], q->w, out, out + start[1]);
+#endif
+                else
+                    for (int64_t k = 0; k < sw; k++)
+                        for (int64_t ix = k, i = start[k]; ix < q->w; ix += sw, i++)
+                            out[i] = row[j][ix];
+            }
+            for (int64_t rx = 0; rx < sw; rx++) {
                 if (!used_x[rx % 64])
                     continue;
-                uint8_t *dst = xb + (((c4 * q->sh + ry) * q->sw + rx) * plane + (py / q->sh) * g->wq) * 4;
-                /* the first column of this phase, and its entry */
-                int64_t ix = ((rx - q->pw) % q->sw + q->sw) % q->sw, qx = (ix + q->pw) / q->sw;
-                if (q->sw == 1 && real == 4) {
-                    const int8_t *r[4] = {src[0] + iy * q->w, src[1] + iy * q->w,
-                                          src[2] + iy * q->w, src[3] + iy * q->w};
-                    interleave4(r, q->w, dst + qx * 4, bias);
+                /* the columns of padded phase rx: source phase k, from entry qx */
+                int64_t k = ((rx - q->pw) % sw + sw) % sw, qx = (k + q->pw) / sw;
+                if (k >= q->w)
                     continue;
-                }
                 const int8_t *r[4];
                 for (int j = 0; j < 4; j++)
-                    r[j] = src[j] ? src[j] + iy * q->w : NULL;
-                uint32_t *o = (uint32_t *)(void *)dst;
-                if (real < 4) /* the channels past the group's are 0 */
-                    for (; ix < q->w; ix += q->sw, qx++)
-                        o[qx] = ((uint32_t)(uint8_t)r[0][ix] |
-                                 (uint32_t)(uint8_t)(r[1] ? r[1][ix] : 0) << 8 |
-                                 (uint32_t)(uint8_t)(r[2] ? r[2][ix] : 0) << 16 |
-                                 (uint32_t)(uint8_t)(r[3] ? r[3][ix] : 0) << 24) ^ bias4;
-                else
-                    for (; ix < q->w; ix += q->sw, qx++)
-                        o[qx] = ((uint32_t)(uint8_t)r[0][ix] | (uint32_t)(uint8_t)r[1][ix] << 8 |
-                                 (uint32_t)(uint8_t)r[2][ix] << 16 |
-                                 (uint32_t)(uint8_t)r[3][ix] << 24) ^ bias4;
+                    r[j] = split + j * q->w + start[k];
+                interleave4(r, (q->w - k + sw - 1) / sw, dst + (rx * plane + qx) * 4, bias);
             }
         }
     }
@@ -344,7 +358,7 @@ static void conv_worker(const Int8Plan *p, int me, int t) {
     const DlrtQConv *q = p->q;
     const Int8Geometry *g = p->g;
     int64_t np = q->oh * q->ow, xs = q->c * q->h * q->w, ys = q->f * np;
-    uint8_t *xb = (uint8_t *)p->xbs + (size_t)me * int8_round64((size_t)g->xbytes);
+    uint8_t *xb = (uint8_t *)p->xbs + (size_t)me * g->worker;
     int64_t converted = -1;
     for (int64_t u = p->units * me / t; u < p->units * (me + 1) / t; u++) {
         int64_t job = u / p->parts, part = u % p->parts, s = job / q->groups, grp = job % q->groups;
@@ -416,6 +430,9 @@ static void simd(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w
                                .shift = rq ? rq[f].shift : 0};
     }
     p.ep = ep;
+    p.fast = rq != NULL;
+    for (int64_t f = 0; f < q->f && p.fast; f++)
+        p.fast = ep[f].shift <= 45 && ep[f].mult >= 0;
     if (int8_is_dense(q)) {
         int64_t fblocks = (q->f + 15) / 16;
         run(dense_worker, &p, t > fblocks ? (int)fblocks : t);
@@ -468,6 +485,8 @@ bool dlrt_cpu_has_avx2(void) {
 
 /* The path a call takes: 2 VNNI, 1 AVX2, 0 portable. */
 static int path(const DlrtQConv *q) {
+    if (q->sh > 64 || q->sw > 64) /* the conversion's phases: the portable path's */
+        return 0;
     return q->vnni ? 2 : q->avx2 && dlrt_cpu_has_avx2() ? 1 : 0;
 }
 
@@ -478,7 +497,7 @@ size_t dlrt_qconv_s8_work(const DlrtQConv *q, int threads) {
     bytes += int8_round64((size_t)q->f * sizeof(Int8Epilogue));
     if (!int8_is_dense(q)) {
         Int8Geometry g = int8_geometry(q);
-        bytes += int8_round64((size_t)g.taps * sizeof(int32_t)) + t * int8_round64((size_t)g.xbytes);
+        bytes += int8_round64((size_t)g.taps * sizeof(int32_t)) + t * g.worker;
     }
     return bytes;
 }

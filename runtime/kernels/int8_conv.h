@@ -39,6 +39,8 @@ typedef struct {
     int64_t hq, wq;    /* a phase plane's rows and columns (of 4-byte entries) */
     int64_t grid;      /* positions computed: oh * wq, the extra columns not stored */
     int64_t xbytes;    /* a worker's converted operand, with a tail that reads past it may touch */
+    size_t worker;     /* a worker's scratch: the converted operand, then rows of
+                          the operand split into column phases (and one of 0) */
 } Int8Geometry;
 
 Int8Geometry int8_geometry(const DlrtQConv *q);
@@ -94,6 +96,8 @@ typedef struct Int8Plan {
     bool biased;                /* the operand is converted biased by 128 (else as
                                    it is: nonnegative, for AVX2's vpmaddubsw) */
     bool avx512;                /* the conversion may use AVX-512 */
+    bool fast;                  /* every filter's shift is at most 45: the
+                                   requantization in double is exact */
     /* the path's blocks: filters [fa, fb) of a group at grid positions [pa, pb) */
     void (*blocks)(const struct Int8Plan *p, const Int8Store *st, const uint8_t *xb,
                    const int8_t *w4, int64_t fa, int64_t fb, int64_t pa, int64_t pb);
@@ -107,6 +111,8 @@ void int8_vnni_blocks(const Int8Plan *p, const Int8Store *st, const uint8_t *xb,
 void int8_vnni_dense(const Int8Plan *p, int64_t fa, int64_t fb);
 /* len columns of the rows r[0..3] into dst, 4 bytes a column, xor bias */
 void int8_interleave4_avx512(const int8_t *const r[4], int64_t len, uint8_t *dst, uint8_t bias);
+/* src[len]'s even columns into even, its odd ones into odd */
+void int8_split2_avx512(const int8_t *src, int64_t len, int8_t *even, int8_t *odd);
 
 /* ---- int8_conv_avx2.c ---- */
 void int8_avx2_blocks(const Int8Plan *p, const Int8Store *st, const uint8_t *xb,

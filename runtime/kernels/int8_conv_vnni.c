@@ -4,6 +4,7 @@
  * dense layer, and the conversion's 64-column interleaving.  Compiled with
  * GCC's target attribute, so libdlrt builds on any x86-64; called only
  * where the CPU has AVX-512 VNNI (dlrt_cpu_has_vnni). */
+#include <math.h>
 #include <string.h>
 
 #include "int8_conv.h"
@@ -66,26 +67,75 @@ VNNI void int8_interleave4_avx512(const int8_t *const r[4], int64_t len, uint8_t
  * convolution of stride 2 reads one of four).  Four channels go together:
  * by interleave4 where the stride is 1 (a whole plane at once without
  * padding), else one 32-bit store per column. */
+/* 64 columns at a time: each 128-bit lane's even bytes to its low half and
+ * odd bytes to its high half, then the lanes' halves gathered. */
+VNNI void int8_split2_avx512(const int8_t *src, int64_t len, int8_t *even, int8_t *odd) {
+    const __m512i lanes = _mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0);
+    const __m512i bytes = _mm512_broadcast_i32x4(
+        _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15));
+    for (int64_t i = 0; i < len; i += 64) {
+        int64_t m = len - i < 64 ? len - i : 64;
+        __m512i v = _mm512_maskz_loadu_epi8(m == 64 ? ~(__mmask64)0 : ((__mmask64)1 << m) - 1, src + i);
+        v = _mm512_permutexvar_epi64(lanes, _mm512_shuffle_epi8(v, bytes));
+        int64_t ne = (m + 1) / 2, no = m / 2; /* even and odd columns among these */
+        _mm256_mask_storeu_epi8(even + i / 2, ne == 32 ? ~(__mmask32)0 : ((__mmask32)1 << ne) - 1,
+                                _mm512_castsi512_si256(v));
+        _mm256_mask_storeu_epi8(odd + i / 2, no == 32 ? ~(__mmask32)0 : ((__mmask32)1 << no) - 1,
+                                _mm512_extracti64x4_epi64(v, 1));
+    }
+}
+
+/* A filter's epilogue in vectors, made once per block of results. */
+typedef struct {
+    __m512i add;      /* the addend of the sums */
+    __m512i mult;     /* the multiplier (64-bit lanes) */
+    __m512i rnd, odd; /* 2^(shift-1) - 1 and 1 (0 and 0 for a shift of 0) */
+    __m128i count;    /* the shift */
+    __m512d scale;    /* mult / 2^shift, where the plan takes the double way */
+} Requant;
+
+VNNI static inline Requant requant_of(const Int8Epilogue *e) {
+    return (Requant){.add = _mm512_set1_epi32(e->add), .mult = _mm512_set1_epi64(e->mult),
+                     .rnd = _mm512_set1_epi64(e->shift ? ((int64_t)1 << (e->shift - 1)) - 1 : 0),
+                     .odd = _mm512_set1_epi64(e->shift ? 1 : 0),
+                     .count = _mm_cvtsi32_si128(e->shift),
+                     .scale = _mm512_set1_pd(ldexp((double)e->mult, -e->shift))};
+}
+
 /* 16 sums (the operand biased) requantized to 16 int8, as dlrt_requantize:
  * (acc + bias) mult rounded half to even at 2^shift, by adding 2^(shift-1)
  * - 1 and the quotient's lowest bit before the arithmetic shift. */
-VNNI static inline __m128i requantize16(__m512i v, const Int8Epilogue *e, __m512i lo) {
-    __m512i t = _mm512_add_epi32(v, _mm512_set1_epi32(e->add));
-    __m512i m = _mm512_set1_epi64(e->mult), hi = _mm512_set1_epi64(127);
-    __m128i count = _mm_cvtsi32_si128(e->shift);
-    __m512i rnd = _mm512_set1_epi64(e->shift ? ((int64_t)1 << (e->shift - 1)) - 1 : 0);
-    __m512i odd = _mm512_set1_epi64(e->shift ? 1 : 0);
+VNNI static inline __m128i requantize16(__m512i v, const Requant *r, __m512i lo) {
+    __m512i t = _mm512_add_epi32(v, r->add), hi = _mm512_set1_epi64(127);
     __m512i half[2] = {_mm512_cvtepi32_epi64(_mm512_castsi512_si256(t)),
                        _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(t, 1))};
     __m128i out[2];
     for (int i = 0; i < 2; i++) {
-        __m512i p = _mm512_mul_epi32(half[i], m);
-        __m512i b = _mm512_and_si512(_mm512_sra_epi64(p, count), odd);
-        p = _mm512_sra_epi64(_mm512_add_epi64(_mm512_add_epi64(p, rnd), b), count);
+        __m512i p = _mm512_mul_epi32(half[i], r->mult);
+        __m512i b = _mm512_and_si512(_mm512_sra_epi64(p, r->count), r->odd);
+        p = _mm512_sra_epi64(_mm512_add_epi64(_mm512_add_epi64(p, r->rnd), b), r->count);
         p = _mm512_min_epi64(_mm512_max_epi64(p, lo), hi);
         out[i] = _mm512_cvtepi64_epi8(p);
     }
     return _mm_unpacklo_epi64(out[0], out[1]);
+}
+
+/* The same in double, where the plan found it exact (Int8Plan.fast): the
+ * sum times mult / 2^shift, clamped, rounded half to even by the
+ * conversion.  The product's one rounding is below 2^-45 near the results
+ * that matter (|v| <= 128.5), and a value p / 2^shift that is no tie is at
+ * least 2^-shift >= 2^-45 from one, so it rounds as the integers do; a tie
+ * is a short binary fraction, exact in double. */
+VNNI static inline __m128i requantize16_fast(__m512i v, const Requant *r, __m512d lo) {
+    __m512i t = _mm512_add_epi32(v, r->add);
+    __m512d hi = _mm512_set1_pd(127.0);
+    __m512d d0 = _mm512_cvtepi32_pd(_mm512_castsi512_si256(t)),
+            d1 = _mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(t, 1));
+    d0 = _mm512_min_pd(_mm512_max_pd(_mm512_mul_pd(d0, r->scale), lo), hi);
+    d1 = _mm512_min_pd(_mm512_max_pd(_mm512_mul_pd(d1, r->scale), lo), hi);
+    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtpd_epi32(d0)),
+                                   _mm512_cvtpd_epi32(d1), 1);
+    return _mm512_cvtepi32_epi8(q);
 }
 
 /* Where a vector of 16 grid positions goes: one masked store per output
@@ -109,17 +159,30 @@ static void rows_of(const DlrtQConv *q, int64_t wq, int64_t p0, Rows *v) {
     }
 }
 
-/* Vector v of filter f at the positions of `rows`. */
-VNNI static inline void store16(const Int8Store *st, int64_t f, const Rows *rows, __m512i v,
-                                __m512i lo) {
+/* Vector v of filter f (its epilogue r) at the positions of `rows`. */
+VNNI static inline void store16(const Int8Store *st, bool fast, int64_t f, const Requant *r,
+                                const Rows *rows, __m512i v) {
     if (st->y) {
-        __m128i b = requantize16(v, &st->ep[f], lo);
+        __m128i b = fast ? requantize16_fast(v, r, _mm512_set1_pd(st->q->relu ? 0.0 : -128.0))
+                         : requantize16(v, r, _mm512_set1_epi64(st->q->relu ? 0 : -128));
+        int8_t *y = st->y + f * st->np;
         for (int k = 0; k < rows->n; k++)
-            _mm_mask_storeu_epi8(st->y + f * st->np + rows->at[k], rows->mask[k], b);
+            _mm_mask_storeu_epi8(y + rows->at[k], rows->mask[k], b);
     } else {
-        __m512i a = _mm512_add_epi32(v, _mm512_set1_epi32(st->ep[f].add)); /* the sums alone */
+        __m512i a = _mm512_add_epi32(v, r->add); /* the sums alone */
         for (int k = 0; k < rows->n; k++)
             _mm512_mask_storeu_epi32(st->acc + f * st->np + rows->at[k], rows->mask[k], a);
+    }
+}
+
+/* The results of a block: sums[i * nv + j] of filter f0 + i at rows[j]. */
+VNNI static __attribute__((noinline)) void epilogue(const Int8Store *st, bool fast, int64_t f0,
+                                                    const Rows *rows, const __m512i *sums, int nf,
+                                                    int nv) {
+    for (int i = 0; i < nf; i++) {
+        Requant r = requant_of(&st->ep[f0 + i]);
+        for (int j = 0; j < nv; j++)
+            store16(st, fast, f0 + i, &r, &rows[j], _mm512_loadu_si512((const void *)&sums[i * nv + j]));
     }
 }
 
@@ -127,7 +190,7 @@ VNNI static inline void store16(const Int8Store *st, int64_t f, const Rows *rows
  * xb the converted operand, w4 the group's packed weights. */
 VNNI static inline __attribute__((always_inline)) void
 block(const Int8Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *off, int64_t f0,
-      int64_t p0, const Rows *rows, const int NF, const int NV) {
+      int64_t p0, const Rows *rows, bool fast, const int NF, const int NV) {
     const Int8Geometry *g = st->g;
     int64_t group = st->q->sh * st->q->sw * g->hq * g->wq * 4; /* bytes of a 4-channel group */
     __m512i acc[BLOCK_F][BLOCK_V];
@@ -157,12 +220,15 @@ block(const Int8Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *o
             }
         }
     }
-    __m512i lo = _mm512_set1_epi64(st->q->relu ? 0 : -128);
+    /* the epilogue apart, from memory: inlined here, its registers made
+       GCC keep the accumulators on the stack */
+    __m512i sums[BLOCK_F * BLOCK_V];
 #pragma GCC unroll 4
     for (int i = 0; i < NF; i++)
 #pragma GCC unroll 6
         for (int j = 0; j < NV; j++)
-            store16(st, f0 + i, &rows[j], acc[i][j], lo);
+            _mm512_storeu_si512((void *)&sums[i * NV + j], acc[i][j]);
+    epilogue(st, fast, f0, rows, sums, NF, NV);
 }
 
 /* Filters [fa, fb) of the group at grid positions [pa, pb). */
@@ -176,7 +242,7 @@ VNNI void int8_vnni_blocks(const Int8Plan *p, const Int8Store *st, const uint8_t
             rows_of(st->q, st->g->wq, p0 + 16 * j, &rows[j]);
         for (int64_t f0 = fa; f0 < fb; f0 += BLOCK_F) {
             int nf = (int)(fb - f0 < BLOCK_F ? fb - f0 : BLOCK_F);
-#define CASE(F, V) case (F) * 8 + (V): block(st, xb, w4, off, f0, p0, rows, F, V); break;
+#define CASE(F, V) case (F) * 8 + (V): block(st, xb, w4, off, f0, p0, rows, p->fast, F, V); break;
 #define CASES(F) CASE(F, 1) CASE(F, 2) CASE(F, 3) CASE(F, 4) CASE(F, 5) CASE(F, 6)
             switch (nf * 8 + nv) {
                 CASES(1) CASES(2) CASES(3) CASES(4)

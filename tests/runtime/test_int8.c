@@ -129,7 +129,8 @@ static void test_rounding(void) {
  * -128, or 127 where nonnegative, by +-127), through every path at 1 and 2
  * workers, against the reference; nonnegative operands (ReLU's) take
  * AVX2's byte products. */
-static void test_conv_with(DlrtQConv q, int64_t n, bool extremes, bool have_vnni, bool nonneg) {
+static void test_conv_with(DlrtQConv q, int64_t n, bool extremes, bool have_vnni, bool nonneg,
+                           double ratio) {
     int64_t cg = q.c / q.groups;
     int64_t nx = n * q.c * q.h * q.w, nw = q.f * cg * q.kh * q.kw, ny = n * q.f * q.oh * q.ow;
     int8_t *x = malloc((size_t)nx), *w = malloc((size_t)nw), *y = malloc((size_t)ny),
@@ -143,8 +144,11 @@ static void test_conv_with(DlrtQConv q, int64_t n, bool extremes, bool have_vnni
     for (int64_t i = 0; i < nw; i++)
         w[i] = extremes ? (i % 2 ? 127 : -127) : (int8_t)(next_u32() % 255 - 127);
     for (int64_t f = 0; f < q.f; f++)
-        dlrt_requant_init(0.02 * (0.5 + next_u32() % 1000 / 1000.0) * 0.01 * (1 + f % 3),
-                          (double)(next_u32() % 2001) / 1000.0 - 1.0, 0.05, &rq[f]);
+        if (ratio > 0) /* every filter's multiplier ratio, no bias */
+            dlrt_requant_init(ratio, 0, 1, &rq[f]);
+        else
+            dlrt_requant_init(0.02 * (0.5 + next_u32() % 1000 / 1000.0) * 0.01 * (1 + f % 3),
+                              (double)(next_u32() % 2001) / 1000.0 - 1.0, 0.05, &rq[f]);
     ref_conv(&q, n, x, w, ref);
     for (int64_t i = 0; i < ny; i++)
         want[i] = ref_requantize(ref[i], &rq[(i / (q.oh * q.ow)) % q.f], q.relu);
@@ -191,8 +195,8 @@ static void test_conv_with(DlrtQConv q, int64_t n, bool extremes, bool have_vnni
 }
 
 static void test_conv(DlrtQConv q, int64_t n, bool extremes, bool have_vnni) {
-    test_conv_with(q, n, extremes, have_vnni, false);
-    test_conv_with(q, n, extremes, have_vnni, true);
+    test_conv_with(q, n, extremes, have_vnni, false, 0);
+    test_conv_with(q, n, extremes, have_vnni, true, 0);
 }
 
 static DlrtQConv conv(int64_t c, int64_t h, int64_t w, int64_t f, int64_t k, int64_t s,
@@ -270,6 +274,13 @@ int main(void) {
     test_conv(conv(1, 70, 70, 5, 5, 1, 2, 1, 1, true), 1, false, vnni);
     test_conv(conv(2, 23, 23, 9, 7, 2, 3, 1, 1, false), 2, false, vnni);
     test_conv(conv(1, 17, 17, 4, 8, 3, 1, 1, 1, false), 1, false, vnni);
+    /* the requantization's ties (a multiplier of 1/2: every odd sum) and
+       multipliers of 2^-20 and 2^-40 (shifts over 45, which the VNNI
+       epilogue computes in integers, not in double) */
+    test_conv_with(conv(8, 9, 9, 8, 1, 1, 0, 1, 1, false), 2, false, vnni, false, 0.5);
+    test_conv_with(conv(8, 9, 9, 8, 3, 1, 1, 1, 1, true), 2, false, vnni, true, 0.5);
+    test_conv_with(conv(64, 6, 6, 4, 3, 1, 1, 1, 1, false), 1, false, vnni, false, 0x1p-20);
+    test_conv_with(conv(64, 6, 6, 4, 3, 1, 1, 1, 1, false), 1, true, vnni, false, 0x1p-40);
     /* 129 taps: a window of three blocks of 64, the last nearly empty */
     test_conv(dense(129, 17, false), 3, false, vnni);
     /* the extremes: every product -128 * +-127, in long windows */
