@@ -44,6 +44,7 @@
  * each sample's filters (or, with few filters, its positions) instead.
  * Nothing is allocated: the caller's scratch memory holds the packed
  * weights when not given and each worker's converted operand. */
+#include <math.h>
 #include <string.h>
 
 #include "int8_conv.h"
@@ -428,6 +429,7 @@ static void simd(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w
         ep[f] = (Int8Epilogue){.add = (int32_t)(b - 128u * (uint32_t)p.sums[f]),
                                .bias = (int32_t)b, .mult = rq ? rq[f].mult : 0,
                                .shift = rq ? rq[f].shift : 0};
+        ep[f].scale = ldexp((double)ep[f].mult, -ep[f].shift);
     }
     p.ep = ep;
     p.fast = rq != NULL;

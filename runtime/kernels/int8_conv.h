@@ -52,6 +52,7 @@ typedef struct {
     int32_t add;   /* added to sums of the operand biased by 128: the bias
                       less 128 times the weights' sum (int32, wrapping) */
     int32_t bias;  /* added to sums of the operand as it is */
+    double scale;  /* mult / 2^shift (Int8Plan.fast) */
 } Int8Epilogue;
 
 /* One sum (with its addend already added) requantized, as dlrt_requantize. */

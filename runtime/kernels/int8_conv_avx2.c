@@ -11,7 +11,8 @@
  * int32 exactly.  Otherwise the biased bytes and the weights are widened to
  * 16 bits and vpmaddwd sums pairs into int32 (half the products an
  * instruction).  Dense layers widen both to 16 bits.  The results are
- * requantized lane by lane (int8_requantize). */
+ * requantized in double where that is exact, else lane by lane in C
+ * (int8_requantize). */
 #include <string.h>
 
 #include "int8_conv.h"
@@ -41,21 +42,35 @@ static void lanes_of(const DlrtQConv *q, int64_t wq, int64_t p0, Lanes *l) {
 }
 
 /* The 8 sums v of filter f, of the operand biased or not, stored at the
- * lanes' places: requantized, or the sums alone. */
-AVX2 static inline void store8(const Int8Store *st, bool biased, int64_t f, const Lanes *l,
-                               __m256i v) {
-    int32_t s[8];
-    _mm256_storeu_si256((__m256i *)(void *)s, v);
+ * lanes' places: requantized (in double where the plan found it exact, as
+ * int8_conv_vnni.c's requantize16_fast says), or the sums alone. */
+AVX2 static inline void store8(const Int8Store *st, bool biased, bool fast, int64_t f,
+                               const Lanes *l, __m256i v) {
     const Int8Epilogue *e = &st->ep[f];
-    uint32_t add = (uint32_t)(biased ? e->add : e->bias);
+    int32_t s[8];
+    v = _mm256_add_epi32(v, _mm256_set1_epi32(biased ? e->add : e->bias));
+    if (st->y && fast) {
+        __m256d scale = _mm256_set1_pd(e->scale);
+        __m256d lo = _mm256_set1_pd(st->q->relu ? 0.0 : -128.0), hi = _mm256_set1_pd(127.0);
+        __m256d d0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(v)),
+                d1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1));
+        d0 = _mm256_min_pd(_mm256_max_pd(_mm256_mul_pd(d0, scale), lo), hi);
+        d1 = _mm256_min_pd(_mm256_max_pd(_mm256_mul_pd(d1, scale), lo), hi);
+        _mm_storeu_si128((__m128i *)(void *)s, _mm256_cvtpd_epi32(d0));
+        _mm_storeu_si128((__m128i *)(void *)(s + 4), _mm256_cvtpd_epi32(d1));
+        for (int i = 0; i < 8; i++)
+            if (l->at[i] >= 0)
+                st->y[f * st->np + l->at[i]] = (int8_t)s[i];
+        return;
+    }
+    _mm256_storeu_si256((__m256i *)(void *)s, v);
     for (int i = 0; i < 8; i++) {
         if (l->at[i] < 0)
             continue;
-        int32_t sum = (int32_t)((uint32_t)s[i] + add);
         if (st->y)
-            st->y[f * st->np + l->at[i]] = int8_requantize(sum, e, st->q->relu);
+            st->y[f * st->np + l->at[i]] = int8_requantize(s[i], e, st->q->relu);
         else
-            st->acc[f * st->np + l->at[i]] = sum;
+            st->acc[f * st->np + l->at[i]] = s[i];
     }
 }
 
@@ -90,7 +105,7 @@ block_bytes(const Int8Plan *p, const Int8Store *st, const uint8_t *xb, const int
     }
     for (int i = 0; i < NF; i++)
         for (int j = 0; j < NV; j++)
-            store8(st, false, f0 + i, &lanes[j], acc[i][j]);
+            store8(st, false, p->fast, f0 + i, &lanes[j], acc[i][j]);
 }
 
 /* Filters f0..f0+NF-1 at grid positions p0..p0+7, the biased bytes and the
@@ -123,7 +138,7 @@ block_wide(const Int8Plan *p, const Int8Store *st, const uint8_t *xb, const int8
     }
     /* [p0, p1, p4, p5 | p2, p3, p6, p7] put in order */
     for (int i = 0; i < NF; i++)
-        store8(st, true, f0 + i, &lanes[0],
+        store8(st, true, p->fast, f0 + i, &lanes[0],
                _mm256_permute4x64_epi64(_mm256_hadd_epi32(lo[i], hi[i]), 0xd8));
 }
 

@@ -4,7 +4,6 @@
  * dense layer, and the conversion's 64-column interleaving.  Compiled with
  * GCC's target attribute, so libdlrt builds on any x86-64; called only
  * where the CPU has AVX-512 VNNI (dlrt_cpu_has_vnni). */
-#include <math.h>
 #include <string.h>
 
 #include "int8_conv.h"
@@ -99,7 +98,7 @@ VNNI static inline Requant requant_of(const Int8Epilogue *e) {
                      .rnd = _mm512_set1_epi64(e->shift ? ((int64_t)1 << (e->shift - 1)) - 1 : 0),
                      .odd = _mm512_set1_epi64(e->shift ? 1 : 0),
                      .count = _mm_cvtsi32_si128(e->shift),
-                     .scale = _mm512_set1_pd(ldexp((double)e->mult, -e->shift))};
+                     .scale = _mm512_set1_pd(e->scale)};
 }
 
 /* 16 sums (the operand biased) requantized to 16 int8, as dlrt_requantize:
@@ -320,7 +319,7 @@ VNNI void int8_vnni_dense(const Int8Plan *p, int64_t fa, int64_t fb) {
     for (int64_t f0 = fa; f0 < fb; f0 += DENSE_F) {
         int nf = fb - f0 < DENSE_F ? (int)(fb - f0) : DENSE_F;
         __mmask16 out = (__mmask16)((1u << nf) - 1);
-        Int8Epilogue e[DENSE_F] = {{0, 0, 0, 0}};
+        Int8Epilogue e[DENSE_F] = {{0, 0, 0, 0, 0}};
         memcpy(e, ep + f0, sizeof *e * (size_t)nf);
         for (int64_t s = 0; s < n; s++) {
             const int8_t *xs = x + s * k;
