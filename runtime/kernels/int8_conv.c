@@ -217,11 +217,12 @@ static void interleave4_plain(const int8_t *const r[4], int64_t len, uint8_t *ds
  * row is copied padded with zeros, split into its sw column phases, and
  * interleave4 takes the 4 columns from 4 phase arrays at 4 offsets. */
 static void convert_columns(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x,
-                            int64_t grp, uint8_t *xb, Interleave4 *interleave4, uint8_t bias) {
-    memset(xb, bias, (size_t)g->xbytes);
+                            int64_t grp, uint8_t *xb, Interleave4 *interleave4, uint8_t bias,
+                            int64_t ca, int64_t cb) {
     int64_t plane = g->hq * g->wq, sw = q->sw, len = (g->wq + 4) * sw + 8;
+    memset(xb + ca * q->sh * sw * plane * 4, bias, (size_t)((cb - ca) * q->sh * sw * plane * 4));
     int8_t row[ROW_MAX];
-    for (int64_t c = 0; c < g->cg; c++) {
+    for (int64_t c = ca; c < cb; c++) {
         const int8_t *src = x + (grp * g->cg + c) * q->h * q->w;
         for (int64_t iy = 0; iy < q->h; iy++) {
             int64_t py = iy + q->ph, ry = py % q->sh, qy = py / q->sh;
@@ -243,8 +244,11 @@ static void convert_columns(const DlrtQConv *q, const Int8Geometry *g, const int
     }
 }
 
+/* Groups [ca, cb) of the conversion (of channels, with columns), and with
+ * `tail` the tail past the last; rows: convert's rows of the worker. */
 static void convert(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x, int64_t grp,
-                    uint8_t *xb, bool avx512, uint8_t bias) {
+                    uint8_t *xb, bool avx512, uint8_t bias, int64_t ca, int64_t cb, bool tail,
+                    int8_t *rows) {
     Interleave4 *interleave4 = interleave4_plain;
 #ifdef DLRT_INT8_X86
     if (avx512)
@@ -252,18 +256,17 @@ static void convert(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x, 
 #else
     (void)avx512;
 #endif
+    int64_t plane = g->hq * g->wq, hw = q->h * q->w, group = q->sh * q->sw * plane * 4;
+    if (tail)
+        memset(xb + g->c4 * group, bias, (size_t)(g->xbytes - g->c4 * group));
     if (g->columns) {
-        convert_columns(q, g, x, grp, xb, interleave4, bias);
+        convert_columns(q, g, x, grp, xb, interleave4, bias, ca, cb);
         return;
     }
-    int64_t plane = g->hq * g->wq, hw = q->h * q->w;
     /* without padding or stride, and whole groups of 4 channels, every
-       entry but the tail is written */
-    bool whole = q->ph == 0 && q->pw == 0 && q->sh == 1 && q->sw == 1 && g->cg % 4 == 0;
-    size_t body = whole ? (size_t)(g->c4 * plane * 4) : 0;
-    memset(xb + body, bias, (size_t)g->xbytes - body);
-    if (whole) {
-        for (int64_t c4 = 0; c4 < g->c4; c4++) {
+       entry is written */
+    if (q->ph == 0 && q->pw == 0 && q->sh == 1 && q->sw == 1 && g->cg % 4 == 0) {
+        for (int64_t c4 = ca; c4 < cb; c4++) {
             const int8_t *r[4];
             for (int j = 0; j < 4; j++)
                 r[j] = x + (grp * g->cg + c4 * 4 + j) * hw;
@@ -271,6 +274,7 @@ static void convert(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x, 
         }
         return;
     }
+    memset(xb + ca * group, bias, (size_t)((cb - ca) * group));
     bool used_y[64] = {false}, used_x[64] = {false}; /* phases read (strides up to 64) */
     for (int64_t k = 0; k < q->kh; k++)
         used_y[(k * q->dh) % q->sh % 64] = true;
@@ -278,10 +282,10 @@ static void convert(const DlrtQConv *q, const Int8Geometry *g, const int8_t *x, 
         used_x[(k * q->dw) % q->sw % 64] = true;
     /* a row of zeros for the channels past the group's, and each of the 4
        rows split into its column phases (phase k: columns k, k + sw, ...) */
-    int8_t *zeros = (int8_t *)(xb + g->xbytes), *split = zeros + q->w;
+    int8_t *zeros = rows, *split = zeros + q->w;
     memset(zeros, 0, (size_t)q->w);
     int64_t sw = q->sw;
-    for (int64_t c4 = 0; c4 < g->c4; c4++) {
+    for (int64_t c4 = ca; c4 < cb; c4++) {
         const int8_t *src[4];
         int64_t real = g->cg - c4 * 4 < 4 ? g->cg - c4 * 4 : 4; /* channels of the group here */
         for (int j = 0; j < 4; j++)
@@ -354,17 +358,31 @@ static void dense_worker(const Int8Plan *p, int me, int t) {
     p->dense(p, fblocks * me / t * 16, min64(fblocks * (me + 1) / t * 16, p->q->f));
 }
 
-/* Convolutions: worker me of t takes its share of the units. */
+/* Convolutions: worker me of t takes its share of the units.  One job (a
+ * sample at batch 1) shared by all is converted by all, each its share of
+ * the channel groups into worker 0's operand, a barrier apart. */
 static void conv_worker(const Int8Plan *p, int me, int t) {
     const DlrtQConv *q = p->q;
     const Int8Geometry *g = p->g;
     int64_t np = q->oh * q->ow, xs = q->c * q->h * q->w, ys = q->f * np;
-    uint8_t *xb = (uint8_t *)p->xbs + (size_t)me * g->worker;
+    uint8_t *mine = (uint8_t *)p->xbs + (size_t)me * g->worker, *xb = mine;
+    int8_t *rows = (int8_t *)(mine + g->xbytes);
+    uint8_t bias = p->biased ? 0x80 : 0;
+    /* one unit each, so that every worker meets the barrier once */
+    bool shared = p->units == p->parts && p->units == t && t > 1;
     int64_t converted = -1;
     for (int64_t u = p->units * me / t; u < p->units * (me + 1) / t; u++) {
         int64_t job = u / p->parts, part = u % p->parts, s = job / q->groups, grp = job % q->groups;
-        if (converted != job)
-            convert(q, g, p->x + s * xs, grp, xb, p->avx512, p->biased ? 0x80 : 0), converted = job;
+        if (shared) {
+            xb = (uint8_t *)p->xbs;
+            convert(q, g, p->x + s * xs, grp, xb, p->avx512, bias, g->c4 * me / t,
+                    g->c4 * (me + 1) / t, me == t - 1, rows);
+#ifdef _OPENMP
+#pragma omp barrier
+#endif
+        } else if (converted != job)
+            convert(q, g, p->x + s * xs, grp, xb, p->avx512, bias, 0, g->c4, true, rows),
+                converted = job;
         Int8Store st = {.q = q, .g = g, .y = p->y ? p->y + s * ys + grp * g->fg * np : NULL,
                         .acc = p->acc ? p->acc + s * ys + grp * g->fg * np : NULL,
                         .ep = p->ep + grp * g->fg, .np = np};
@@ -387,7 +405,7 @@ static void run(void (*worker)(const Int8Plan *, int, int), const Int8Plan *p, i
     }
 #ifdef _OPENMP
 #pragma omp parallel num_threads(t)
-    worker(p, omp_get_thread_num(), t);
+    worker(p, omp_get_thread_num(), omp_get_num_threads());
 #endif
 }
 
