@@ -13,8 +13,9 @@
 
 #define VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 
-/* The register block: filters by vectors of 16 positions. */
-enum { BLOCK_F = 4, BLOCK_V = 6 };
+/* The register block: filters by vectors of 16 positions, 4 by 6, or 6
+ * by at most 4 (a plane of 7x7 fills 4 vectors). */
+enum { BLOCK_F = 6, BLOCK_V = 6 };
 
 /* len columns of four rows r[0..3] into dst, 4 bytes a column, xor
  * bias_byte (0x80: biased by 128): 64 columns at a time (byte and word unpacking within
@@ -193,7 +194,7 @@ block(const Int8Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *o
     const Int8Geometry *g = st->g;
     int64_t group = st->q->sh * st->q->sw * g->hq * g->wq * 4; /* bytes of a 4-channel group */
     __m512i acc[BLOCK_F][BLOCK_V];
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int i = 0; i < NF; i++)
 #pragma GCC unroll 6
         for (int j = 0; j < NV; j++)
@@ -204,7 +205,7 @@ block(const Int8Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *o
         for (int64_t t = 0; t < g->taps; t++, w += 4) {
             const uint8_t *xt = xc + (int64_t)off[t] * 4;
             __m512i b[BLOCK_F];
-#pragma GCC unroll 4
+#pragma GCC unroll 6
             for (int i = 0; i < NF; i++) {
                 int32_t wi;
                 memcpy(&wi, w + i * g->k4, 4);
@@ -213,7 +214,7 @@ block(const Int8Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *o
 #pragma GCC unroll 6
             for (int j = 0; j < NV; j++) {
                 __m512i a = _mm512_loadu_si512((const void *)(xt + j * 64));
-#pragma GCC unroll 4
+#pragma GCC unroll 6
                 for (int i = 0; i < NF; i++)
                     acc[i][j] = _mm512_dpbusd_epi32(acc[i][j], a, b[i]);
             }
@@ -222,7 +223,7 @@ block(const Int8Store *st, const uint8_t *xb, const int8_t *w4, const int32_t *o
     /* the epilogue apart, from memory: inlined here, its registers made
        GCC keep the accumulators on the stack */
     __m512i sums[BLOCK_F * BLOCK_V];
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int i = 0; i < NF; i++)
 #pragma GCC unroll 6
         for (int j = 0; j < NV; j++)
@@ -239,15 +240,18 @@ VNNI void int8_vnni_blocks(const Int8Plan *p, const Int8Store *st, const uint8_t
         int nv = (int)((pb - p0 + 15) / 16 < BLOCK_V ? (pb - p0 + 15) / 16 : BLOCK_V);
         for (int j = 0; j < nv; j++)
             rows_of(st->q, st->g->wq, p0 + 16 * j, &rows[j]);
-        for (int64_t f0 = fa; f0 < fb; f0 += BLOCK_F) {
-            int nf = (int)(fb - f0 < BLOCK_F ? fb - f0 : BLOCK_F);
+        int step = nv <= 4 ? 6 : 4; /* filters a block: 24 accumulators at most */
+        for (int64_t f0 = fa; f0 < fb; f0 += step) {
+            int nf = (int)(fb - f0 < step ? fb - f0 : step);
 #define CASE(F, V) case (F) * 8 + (V): block(st, xb, w4, off, f0, p0, rows, p->fast, F, V); break;
 #define CASES(F) CASE(F, 1) CASE(F, 2) CASE(F, 3) CASE(F, 4) CASE(F, 5) CASE(F, 6)
+#define CASES4(F) CASE(F, 1) CASE(F, 2) CASE(F, 3) CASE(F, 4)
             switch (nf * 8 + nv) {
-                CASES(1) CASES(2) CASES(3) CASES(4)
+                CASES(1) CASES(2) CASES(3) CASES(4) CASES4(5) CASES4(6)
             default:
                 break;
             }
+#undef CASES4
 #undef CASES
 #undef CASE
         }

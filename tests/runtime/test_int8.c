@@ -262,6 +262,7 @@ int main(void) {
     test_conv(conv(16, 14, 14, 8, 1, 2, 0, 1, 1, true), 1, false, vnni);
     test_conv(conv(3, 32, 32, 16, 7, 2, 3, 1, 1, true), 1, false, vnni);
     test_conv(conv(24, 7, 7, 6, 3, 1, 1, 1, 1, false), 1, false, vnni);
+    test_conv(conv(12, 7, 7, 17, 3, 1, 1, 1, 1, true), 2, false, vnni); /* blocks of 6, 6, 5 */
     test_conv(conv(4, 40, 40, 2, 3, 1, 1, 1, 1, false), 1, false, vnni);
     test_conv(conv(10, 9, 9, 5, 3, 2, 2, 2, 1, false), 1, false, vnni);
     test_conv(dense(512, 37, true), 9, false, vnni);
