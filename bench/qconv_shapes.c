@@ -3,7 +3,7 @@
  * GoogLeNet and LeNet-5, in GMAC/s (multiply-adds of the real taps).
  *
  *   cc -O2 -fopenmp -I runtime bench/qconv_shapes.c build-rel/libdlrt.a -lm -o qconv_shapes
- *   ./qconv_shapes [REPEATS [THREADS [BATCH [vnni|portable [NAME]]]]]
+ *   ./qconv_shapes [REPEATS [THREADS [BATCH [vnni|avx2|portable [NAME]]]]]
  *
  * Each shape runs REPEATS times (101) on THREADS workers (1) over BATCH
  * samples (1), the weights packed beforehand (as NAME_freeze does), and
@@ -41,13 +41,14 @@ static const Shape shapes[] = {
 int main(int argc, char **argv) {
     int repeats = argc > 1 ? atoi(argv[1]) : 101, threads = argc > 2 ? atoi(argv[2]) : 1;
     int64_t n = argc > 3 ? atoll(argv[3]) : 1;
-    bool vnni = argc > 4 ? strcmp(argv[4], "portable") != 0 : dlrt_cpu_has_vnni();
-    if (repeats < 1 || threads < 1 || n < 1) {
-        fprintf(stderr, "usage: qconv_shapes [REPEATS [THREADS [BATCH [vnni|portable [NAME]]]]]\n");
+    const char *way = argc > 4 ? argv[4] : dlrt_cpu_has_vnni() ? "vnni" : "avx2";
+    bool vnni = strcmp(way, "vnni") == 0, avx2 = strcmp(way, "avx2") == 0;
+    if (repeats < 1 || threads < 1 || n < 1 || (!vnni && !avx2 && strcmp(way, "portable") != 0)) {
+        fprintf(stderr, "usage: qconv_shapes [REPEATS [THREADS [BATCH [vnni|avx2|portable [NAME]]]]]\n");
         return 2;
     }
     printf("%-26s %10s %10s %8s  (%d threads, batch %lld, %s)\n", "shape", "min ms", "median ms",
-           "GMAC/s", threads, (long long)n, vnni ? "VNNI" : "portable");
+           "GMAC/s", threads, (long long)n, way);
     for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
         const Shape *sh = &shapes[i];
         if (argc > 5 && !strstr(sh->name, argv[5]))
@@ -55,7 +56,8 @@ int main(int argc, char **argv) {
         int64_t o = (sh->h + 2 * sh->p - sh->k) / sh->s + 1;
         DlrtQConv q = {.c = sh->c, .h = sh->h, .w = sh->h, .f = sh->f, .oh = o, .ow = o,
                        .kh = sh->k, .kw = sh->k, .sh = sh->s, .sw = sh->s, .ph = sh->p,
-                       .pw = sh->p, .dh = 1, .dw = 1, .groups = 1, .relu = true, .vnni = vnni};
+                       .pw = sh->p, .dh = 1, .dw = 1, .groups = 1, .relu = true, .vnni = vnni,
+                       .avx2 = avx2};
         size_t nx = (size_t)(n * q.c * q.h * q.w), nw = (size_t)(q.f * q.c * q.kh * q.kw);
         int8_t *x = malloc(nx), *w = malloc(nw), *y = malloc((size_t)(n * q.f * o * o));
         for (size_t j = 0; j < nx; j++)
@@ -71,7 +73,7 @@ int main(int argc, char **argv) {
         double *t = malloc(sizeof *t * (size_t)repeats);
         for (int r = 0; r < repeats; r++) {
             double t0 = now();
-            dlrt_qconv_s8(&q, n, x, w, rq, y, NULL, vnni ? packed : NULL, work, threads);
+            dlrt_qconv_s8(&q, n, x, w, rq, y, NULL, packed, work, threads);
             t[r] = now() - t0;
         }
         qsort(t, (size_t)repeats, sizeof *t, by_value);
