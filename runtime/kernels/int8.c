@@ -85,11 +85,12 @@ double dlrt_quantize_weights(int64_t f, int64_t k, const float *w, const float *
 static inline int8_t max_s8(int8_t a, int8_t b) { return a > b ? a : b; }
 
 /* One output row's windows ox0 <= ox < ox1, each wholly inside the plane
- * (no clipping), whose top-left input is row + ox * sw: for a kernel of
- * KH x KW known at compile time the loops unroll to straight maxima. */
-#define MAXPOOL_ROW(KH, KW)                                                    \
+ * (no clipping), whose top-left input is row + ox * SW: for a kernel of
+ * KH x KW and a stride SW known at compile time the loops unroll to
+ * straight maxima, which GCC vectorizes (strided loads as permutations). */
+#define MAXPOOL_ROW(KH, KW, SW)                                                \
     for (int64_t ox = ox0; ox < ox1; ox++) {                                  \
-        const int8_t *r = row + ox * sw;                                      \
+        const int8_t *r = row + ox * (SW);                                    \
         int8_t m = r[0];                                                      \
         for (int64_t ky = 0; ky < (KH); ky++)                                 \
             for (int64_t kx = 0; kx < (KW); kx++)                             \
@@ -125,7 +126,8 @@ static void inside(int64_t out, int64_t k, int64_t s, int64_t pad, int64_t size,
 
 /* Windows that reach past the plane (padding, ceil_mode) are clipped to it
  * (the edges, by the generic loop); the others, the interior, take a loop
- * without bounds checks, unrolled for the usual 2x2 and 3x3 windows. */
+ * without bounds checks, unrolled for the usual windows: 2x2 and 3x3 of
+ * stride 2, 3x3 of stride 1 (GoogLeNet's inception branch). */
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
     const DlrtPool *p = pool;
     int64_t oy0, oy1, ox0, ox1, w = p->w, sw = p->sw;
@@ -142,12 +144,14 @@ void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y
             maxpool_clipped(p, xp, yp, oy, 0, ox0);
             const int8_t *row = xp + (oy * p->sh - p->ph) * w - p->pw;
             int8_t *yrow = yp + oy * p->ow;
-            if (p->kh == 2 && p->kw == 2)
-                MAXPOOL_ROW(2, 2)
-            else if (p->kh == 3 && p->kw == 3)
-                MAXPOOL_ROW(3, 3)
+            if (p->kh == 2 && p->kw == 2 && sw == 2)
+                MAXPOOL_ROW(2, 2, 2)
+            else if (p->kh == 3 && p->kw == 3 && sw == 2)
+                MAXPOOL_ROW(3, 3, 2)
+            else if (p->kh == 3 && p->kw == 3 && sw == 1)
+                MAXPOOL_ROW(3, 3, 1)
             else
-                MAXPOOL_ROW(p->kh, p->kw)
+                MAXPOOL_ROW(p->kh, p->kw, sw)
             maxpool_clipped(p, xp, yp, oy, ox1, p->ow);
         }
     }
