@@ -124,12 +124,44 @@ static void inside(int64_t out, int64_t k, int64_t s, int64_t pad, int64_t size,
     *hi = b;
 }
 
-/* Windows that reach past the plane (padding, ceil_mode) are clipped to it
+/* 2x2 windows of stride 2 that tile the plane exactly (h = 2 oh, w = 2 ow,
+ * no padding: LeNet's, VGG's), in two passes that vectorize: the maximum
+ * of each pair of rows into v (contiguous rows), then of each pair of
+ * neighbours in v, whose pair j is output j of the rows done (w = 2 ow).
+ * At most MAXPOOL_2X2_BUF bytes of v at a time. */
+#define MAXPOOL_2X2_BUF 4096
+static void maxpool_2x2(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y) {
+    int8_t v[MAXPOOL_2X2_BUF];
+    int64_t w = p->w, ow = p->ow, band = MAXPOOL_2X2_BUF / w;
+    for (int64_t plane = 0; plane < n * p->c; plane++) {
+        const int8_t *xp = x + plane * p->h * w;
+        int8_t *yp = y + plane * p->oh * ow;
+        for (int64_t oy0 = 0; oy0 < p->oh; oy0 += band) {
+            int64_t rows = p->oh - oy0 < band ? p->oh - oy0 : band;
+            for (int64_t r = 0; r < rows; r++) {
+                const int8_t *a = xp + 2 * (oy0 + r) * w, *b = a + w;
+                for (int64_t i = 0; i < w; i++)
+                    v[r * w + i] = max_s8(a[i], b[i]);
+            }
+            int8_t *yr = yp + oy0 * ow;
+            for (int64_t j = 0; j < rows * ow; j++)
+                yr[j] = max_s8(v[2 * j], v[2 * j + 1]);
+        }
+    }
+}
+
+/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2.  Others:
+ * windows that reach past the plane (padding, ceil_mode) are clipped to it
  * (the edges, by the generic loop); the others, the interior, take a loop
  * without bounds checks, unrolled for the usual windows: 2x2 and 3x3 of
  * stride 2, 3x3 of stride 1 (GoogLeNet's inception branch). */
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
     const DlrtPool *p = pool;
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
+        p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_2X2_BUF) {
+        maxpool_2x2(p, n, x, y);
+        return;
+    }
     int64_t oy0, oy1, ox0, ox1, w = p->w, sw = p->sw;
     inside(p->oh, p->kh, p->sh, p->ph, p->h, &oy0, &oy1);
     inside(p->ow, p->kw, p->sw, p->pw, p->w, &ox0, &ox1);

@@ -20,7 +20,8 @@
  *   kernel's floor shift);
  * - max pooling of int8 against the maximum over each clipped window, for
  *   the unrolled 2x2 and 3x3 windows and others, with and without padding
- *   and ceil_mode's windows past the edge;
+ *   and ceil_mode's windows past the edge, and 2x2 windows tiling planes
+ *   of one band of rows or several;
  * - quantize over long vectors (the vectorized loop and its tail) against
  *   rint in double of the same f32 quotient;
  * - the ops between layers: the residual addition's multipliers and
@@ -421,6 +422,8 @@ int main(void) {
     test_rounding();
     test_maxpool();
     test_maxpool_geometry(6, 28, 28, 2, 2, 0, false); /* LeNet-5's */
+    test_maxpool_geometry(1, 40, 256, 2, 2, 0, false); /* two bands of rows */
+    test_maxpool_geometry(1, 6, 3000, 2, 2, 0, false); /* a band of one row */
     test_maxpool_geometry(3, 15, 13, 2, 2, 0, true);
     test_maxpool_geometry(4, 16, 16, 3, 2, 1, false); /* ResNet's stem */
     test_maxpool_geometry(3, 13, 11, 3, 2, 0, true);  /* GoogLeNet's */
