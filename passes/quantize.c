@@ -250,10 +250,10 @@ static void quantize_layer(Quant *q, const DlcOp *op) {
  * new network) -> qadd, qconcat or qglobalavgpool: int8, into a scale of
  * its own (VALUE.scale, calibrated on the f32 op's result), with each
  * operand's scale beside it.  false, and nothing made, for any other op and
- * where an operand is f32 (a layer kept f32 feeds it: the f32 op is then
- * exact, and an int8 one would quantize that operand only to add it), and
- * for an add of more than two terms or with a ReLU's gradient (training's,
- * not in an inference network). */
+ * where an operand is f32 (a layer kept f32 feeds it, which the user kept
+ * f32 for its precision: quantizing its result only to add or copy it
+ * would round it anyway), and for an add of more than two terms or with a
+ * ReLU's gradient (training's, not in an inference network). */
 static bool quantize_join(Quant *q, const DlcOp *op) {
     int ntensors = op->nin - op->nparams;
     DlcOpKind kind = op->kind == DLC_OP_ADD             ? DLC_OP_QADD
