@@ -330,9 +330,10 @@ static inline bool dlc_op_is_dense_update(DlcOpKind k) {
 static inline bool dlc_op_is_clip(DlcOpKind k) {
     return k >= DLC_OP_CLIP_NORM && k <= DLC_OP_CLIP_SCALE;
 }
-/* quantize, dequantize, qconv2d, qdense: the quantize pass's int8 ops */
+/* quantize, dequantize, qconv2d, qdense, qadd, qconcat, qglobalavgpool:
+ * the quantize pass's int8 ops */
 static inline bool dlc_op_is_quantized(DlcOpKind k) {
-    return k >= DLC_OP_QUANTIZE && k <= DLC_OP_QDENSE;
+    return k >= DLC_OP_QUANTIZE && k <= DLC_OP_QGLOBALAVGPOOL;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -385,7 +386,9 @@ typedef enum DlcInit {
 const char *dlc_init_name(DlcInit i);
 DlcInit dlc_init_lookup(const char *name); /* DLC_INIT_COUNT if unknown */
 
-#define DLC_MAX_PARAMS_PER_OP 6
+/* the most parameters an op has: qconcat's, a scale per operand (at most
+ * 16) and its result's */
+#define DLC_MAX_PARAMS_PER_OP 17
 #define DLC_MAX_RESULTS 3
 
 /* The shape rule's view of an op: operand types and attributes in, result

@@ -118,6 +118,7 @@ static bool is_float(DlcDType t) { return t == DLC_F32 || t == DLC_F64; }
  * keep the operand's scale (max pooling, flatten). */
 static bool reads_int8(DlcOpKind k) {
     return k == DLC_OP_DEQUANTIZE || k == DLC_OP_QCONV2D || k == DLC_OP_QDENSE ||
+           k == DLC_OP_QADD || k == DLC_OP_QCONCAT || k == DLC_OP_QGLOBALAVGPOOL ||
            k == DLC_OP_MAXPOOL || k == DLC_OP_FLATTEN;
 }
 
@@ -495,6 +496,68 @@ bool dlc_infer_qdense(DlcInfer *inf) {
               DLC_INIT_ZEROS, false);
     add_int8_params(inf, units);
     return check_sizes(inf);
+}
+
+/* (a i8, b i8 of a's type) -> a's type */
+bool dlc_infer_qadd(DlcInfer *inf) {
+    if (!want_dtype(inf, DLC_I8))
+        return false;
+    if (!dlc_type_eq(&inf->in[0], &inf->in[1])) {
+        char a[DLC_TYPE_STR_MAX], b[DLC_TYPE_STR_MAX];
+        dlc_error(inf->ctx, inf->loc, "qadd: the terms differ: %s and %s", tstr(&inf->in[0], a),
+                  tstr(&inf->in[1], b));
+        return false;
+    }
+    inf->out[inf->nout++] = inf->in[0];
+    add_param(inf, "a_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    add_param(inf, "b_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    add_param(inf, "output_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    return true;
+}
+
+/* The role of a concatenation's operand i's scale: scale_1, scale_2, ...
+ * (made on first use and kept, as recurrent_role's names are). */
+static const char *operand_scale_role(int i) {
+    static char roles[DLC_MAX_PARAMS_PER_OP - 1][16];
+    if (!roles[i][0])
+        snprintf(roles[i], sizeof roles[i], "scale_%d", i + 1);
+    return roles[i];
+}
+
+/* (x1 i8, ..., xk i8) -> concat's result, a scale per operand */
+bool dlc_infer_qconcat(DlcInfer *inf) {
+    for (int i = 0; i < inf->nin; i++)
+        if (inf->in[i].dtype != DLC_I8) {
+            char b[DLC_TYPE_STR_MAX];
+            dlc_error(inf->ctx, inf->loc, "qconcat: operand %d is %s: it concatenates i8 "
+                      "tensors", i + 1, tstr(&inf->in[i], b));
+            return false;
+        }
+    if (inf->nin > DLC_MAX_PARAMS_PER_OP - 1) {
+        dlc_error(inf->ctx, inf->loc, "qconcat: %d operands; it takes at most %d", inf->nin,
+                  DLC_MAX_PARAMS_PER_OP - 1);
+        return false;
+    }
+    if (!dlc_infer_concat(inf))
+        return false;
+    for (int i = 0; i < inf->nin; i++)
+        add_param(inf, operand_scale_role(i), DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    add_param(inf, "output_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    return true;
+}
+
+/* (x i8 [N,C,H,W]) -> i8 [N,C,1,1] */
+bool dlc_infer_qglobalavgpool(DlcInfer *inf) {
+    if (!want_dtype(inf, DLC_I8) || !dlc_infer_globalavgpool(inf))
+        return false;
+    if (inf->in[0].dims[1] * inf->in[0].dims[2] >= (1 << 23)) {
+        dlc_error(inf->ctx, inf->loc, "qglobalavgpool: planes of %lld values; the int32 sums "
+                  "take at most 2^23", (long long)(inf->in[0].dims[1] * inf->in[0].dims[2]));
+        return false;
+    }
+    add_param(inf, "input_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    add_param(inf, "output_scale", DLC_F32, 0, NULL, DLC_INIT_ONES, false);
+    return true;
 }
 
 /* ---- recurrent layers ---------------------------------------------------- */

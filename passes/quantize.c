@@ -26,6 +26,14 @@
  *   its f32 op's name, so calibration finds each layer's f32 weights by it;
  * - max pooling and flatten of an int8 tensor stay in int8 with its scale
  *   (a maximum of integers of one scale is the integer of the maximum);
+ * - an add of two int8 tensors (a residual sum, its ReLU folded in by fuse),
+ *   a concatenation of int8 tensors and global average pooling of one
+ *   become qadd, qconcat and qglobalavgpool: int8 into a scale of their
+ *   own, VALUE.scale, calibrated on the f32 op's result (the operands of
+ *   these ops have scales of their own, unlike pooling's, so the result
+ *   cannot keep one: requantizing into a scale fitted to it loses least);
+ * - dropout of an int8 tensor, the identity at inference, goes (its result
+ *   is its operand);
  * - every other op stays f32; `dequantize` goes where an f32 op reads an
  *   int8 tensor, `quantize` where an int8 layer reads an f32 one, one per
  *   tensor however many read it;
@@ -238,12 +246,59 @@ static void quantize_layer(Quant *q, const DlcOp *op) {
         dlc_map_put(&q->scale, name, in[5]);
 }
 
-/* Any other op: in int8 where it moves an int8 tensor (maxpool, flatten),
- * else as it was, reading f32 operands. */
+/* add, concat or globalavgpool whose tensors are all int8 already (in the
+ * new network) -> qadd, qconcat or qglobalavgpool: int8, into a scale of
+ * its own (VALUE.scale, calibrated on the f32 op's result), with each
+ * operand's scale beside it.  false, and nothing made, for any other op and
+ * where an operand is f32 (a layer kept f32 feeds it, which the user kept
+ * f32 for its precision: quantizing its result only to add or copy it
+ * would round it anyway), and for an add of more than two terms or with a
+ * ReLU's gradient (training's, not in an inference network). */
+static bool quantize_join(Quant *q, const DlcOp *op) {
+    int ntensors = op->nin - op->nparams;
+    DlcOpKind kind = op->kind == DLC_OP_ADD             ? DLC_OP_QADD
+                     : op->kind == DLC_OP_CONCAT        ? DLC_OP_QCONCAT
+                     : op->kind == DLC_OP_GLOBALAVGPOOL ? DLC_OP_QGLOBALAVGPOOL
+                                                        : DLC_OP_COUNT;
+    if (kind == DLC_OP_COUNT || op->nparams || ntensors > DLC_MAX_PARAMS_PER_OP - 1 ||
+        dlc_attr_int(op, DLC_A_LAYOUT) != 0 ||
+        (kind == DLC_OP_QADD && (ntensors != 2 || dlc_attr_bool(op, DLC_A_RELU_GRAD))))
+        return false;
+    DlcValue *in[2 * DLC_MAX_PARAMS_PER_OP];
+    for (int i = 0; i < ntensors; i++) {
+        in[i] = dlc_map_get(&q->now, op->in[i]->name);
+        if (in[i]->type.dtype != DLC_I8)
+            return false;
+        in[ntensors + i] = dlc_map_get(&q->scale, in[i]->name);
+    }
+    const char *name = op->out[0]->name;
+    in[2 * ntensors] = scale_param(q, fresh_name(q, dlc_arena_printf(&q->m->arena, "%s.scale",
+                                                                     name)),
+                                   op->out[0], op->loc);
+    DlcAttr attrs[DLC_MAX_ATTRS];
+    defaults(kind, attrs);
+    if (kind == DLC_OP_QADD)
+        dlc_attrs_at(kind, attrs, DLC_A_RELU)->b = dlc_attr_bool(op, DLC_A_RELU);
+    if (kind == DLC_OP_QCONCAT)
+        dlc_attrs_at(kind, attrs, DLC_A_AXIS)->i = dlc_attr_int(op, DLC_A_AXIS);
+    DlcOp *nop = add(q, kind, in, 2 * ntensors + 1, ntensors + 1, attrs, &name, op->loc);
+    dlc_map_put(&q->now, name, nop->out[0]);
+    dlc_map_put(&q->scale, name, in[2 * ntensors]);
+    return true;
+}
+
+/* Any other op: in int8 where it moves an int8 tensor (maxpool, flatten;
+ * dropout, the identity at inference, is dropped), else as it was, reading
+ * f32 operands. */
 static void copy_op(Quant *q, const DlcOp *op) {
     DlcValue **in = dlc_arena_alloc(&q->m->arena, sizeof *in * (size_t)(op->nin + 1));
     int ntensors = op->nin - op->nparams;
     DlcValue *x0 = ntensors ? dlc_map_get(&q->now, op->in[0]->name) : NULL;
+    if (op->kind == DLC_OP_DROPOUT && x0 && x0->type.dtype == DLC_I8) {
+        /* the identity at inference: its result is its operand, int8 */
+        dlc_map_put(&q->now, op->out[0]->name, x0);
+        return;
+    }
     bool int8 = x0 && x0->type.dtype == DLC_I8 && ntensors == 1 &&
                 (op->kind == DLC_OP_MAXPOOL || op->kind == DLC_OP_FLATTEN);
     for (int i = 0; i < op->nin; i++) {
@@ -319,7 +374,7 @@ static void quantize_network(DlcCtx *ctx, DlcModule *m, int index, const DlcPass
     for (int i = 0; i < old->nops; i++) {
         if (quantizable(m, old->ops[i], opt))
             quantize_layer(&q, old->ops[i]);
-        else
+        else if (!quantize_join(&q, old->ops[i]))
             copy_op(&q, old->ops[i]);
     }
     for (int i = 0; i < old->noutputs; i++)

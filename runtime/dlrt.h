@@ -816,6 +816,36 @@ void dlrt_qconv_s8(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t 
 /* Max pooling of int8 tensors (the windows clipped to the plane, as
  * dlrt_maxpool_forward's; band and relu_grad are not read). */
 void dlrt_maxpool_s8(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y);
+/* The requantization of a residual addition of two int8 tensors a and b
+ * of scales scale_a and scale_b into y of scale scale_y: y = clamp(round(
+ * (a mult_a + b mult_b) / 2^shift)), in int64, the division rounded half to
+ * even, clamped to -128..127 (0..127 with relu: the ReLU after the add). */
+typedef struct DlrtQAdd {
+    int32_t mult_a;  /* scale_a / scale_y as mult_a / 2^shift */
+    int32_t mult_b;  /* scale_b / scale_y as mult_b / 2^shift */
+    int32_t shift;   /* one shift for both: the larger multiplier in 2^30..2^31-1
+                        (both 0 where it is below 2^-32; at least 0, the
+                        multipliers saturated at 2^31-1 where one is 2^31 or more) */
+} DlrtQAdd;
+
+/* mult_a, mult_b and shift from the scales' doubles (positive, finite):
+ * the shift from frexp of the larger ratio, each multiplier rint(ratio
+ * 2^shift). */
+void dlrt_qadd_init(double scale_a, double scale_b, double scale_y, DlrtQAdd *r);
+/* y[i] = a[i] + b[i] in int8 (above), count elements; y may be a or b. */
+void dlrt_qadd_s8(int64_t count, const int8_t *a, const int8_t *b, const DlrtQAdd *r, bool relu,
+                  int8_t *y);
+/* rows rows of len int8 values of x (contiguous) into y, row i at y + i
+ * ld_y, each requantized by r with no ReLU (dlrt_requantize; a multiplier of
+ * exactly 1 and no bias, equal scales, copies the bytes): a concatenation's
+ * operand into its result's scale (dlrt_requant_init(scale_x, 0, scale_y)). */
+void dlrt_requantize_rows_s8(int64_t rows, int64_t len, const int8_t *x, const DlrtRequant *r,
+                             int8_t *y, int64_t ld_y);
+/* Global average pooling of int8 planes of hw values (hw below 2^23): y[i]
+ * = the plane's sum in int32, requantized by r (dlrt_requant_init(scale_x /
+ * hw, 0, scale_y): the mean's division is in the multiplier). */
+void dlrt_qglobalavgpool_s8(int64_t planes, int64_t hw, const int8_t *x, const DlrtRequant *r,
+                            int8_t *y);
 /* A layer's f32 weights w [f, k] (k: the rest of its dimensions) and bias
  * b [f] (NULL: none), with an inference batchnorm folded in where bn_w is
  * not NULL (scale bn_w / sqrt(bn_var + eps) per filter, shift bn_b + (b -

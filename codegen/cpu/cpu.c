@@ -1137,7 +1137,18 @@ static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
             put(o, "%s%d, %d, %d", k++ ? ", " : "", tensor_index(cpu, op->in[2]),
                 tensor_index(cpu, op->in[4]), op->nin > 5 ? tensor_index(cpu, op->in[5]) : -1);
     }
-    put(o, "%s};\n\n", k ? "" : "0");
+    put(o, "%s};\n", k ? "" : "0");
+    /* and the result scales of the ops between the layers (qadd, qconcat,
+       qglobalavgpool: their last parameter), which a load checks too */
+    put(o, "static const int QJOIN_SCALES[] = {");
+    int njoins = 0;
+    for (int i = 0; i < net->nops; i++) {
+        const DlcOp *op = net->ops[i];
+        if (op->kind == DLC_OP_QADD || op->kind == DLC_OP_QCONCAT ||
+            op->kind == DLC_OP_QGLOBALAVGPOOL)
+            put(o, "%s%d", njoins++ ? ", " : "", tensor_index(cpu, op->in[op->nin - 1]));
+    }
+    put(o, "%s};\n\n", njoins ? "" : "-1");
 
     put(o, "DlrtStatus %s_load_f32(%s *net, const char *path, DlrtError *err) {\n"
            "    DlrtTensor t[%d];\n"
@@ -1215,9 +1226,10 @@ static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
            "                         \"runs it in int8 (dlc --quantize=int8): calibrate them first \"\n"
            "                         \"(calibrate --weights %%s --data DIR --save INT8.safetensors)\", path, path);\n"
            "    if (st != DLRT_OK)\n        return st;\n"
-           "    for (int l = 0; l < %d * 3; l++) {\n"
-           "        if (QLAYER_SCALES[l] < 0)\n            continue;\n"
-           "        DlrtTensor t = tensor_at(net, QLAYER_SCALES[l]);\n"
+           "    for (int l = 0; l < %d * 3 + %d; l++) {\n"
+           "        int at = l < %d * 3 ? QLAYER_SCALES[l] : QJOIN_SCALES[l - %d * 3];\n"
+           "        if (at < 0)\n            continue;\n"
+           "        DlrtTensor t = tensor_at(net, at);\n"
            "        int64_t count = t.rank ? t.dims[0] : 1;\n"
            "        for (int64_t i = 0; i < count; i++) {\n"
            "            float v = ((const float *)t.data)[i];\n"
@@ -1231,7 +1243,7 @@ static void put_quant_api(Cpu *cpu, Out *o, const DlcMemPlan *sc) {
            "    return DLRT_OK;\n}\n\n"
            "DlrtStatus %s_load(%s *net, const char *path, DlrtError *err) {\n"
            "    return %s_load_with(net, path, NULL, NULL, err);\n}\n",
-        p, T, p, p, net->name, nlayers, p, T, p);
+        p, T, p, p, net->name, nlayers, njoins, nlayers, nlayers, p, T, p);
 
     fclose(none.f);
     free(none.buf);

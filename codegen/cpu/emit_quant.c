@@ -5,12 +5,14 @@
  * convolution of [in,1,1]).  Each call first computes every filter's
  * requantization (an int32 bias, multiplier and shift) from the scales as
  * they are then, in double, as a folded batchnorm's scale and shift are
- * computed: a checkpoint loaded or calibrated since changes them.  The
- * integer kernels are written `(dlrt_qconv_s8)(...)`: f64 code calls the
- * same ones.  vnni=true (the quantize pass's choice, from --target-cpu)
- * takes the AVX-512 VNNI path, whose integers are the portable path's; its
- * weights are packed by NAME_freeze (dlrt_qconv_s8_pack), as dlc's own f32
- * convolutions' are, and at each call before a freeze. */
+ * computed: a checkpoint loaded or calibrated since changes them.  qadd,
+ * qconcat and qglobalavgpool do the same with their own few multipliers
+ * (runtime/kernels/int8.c).  The integer kernels are written
+ * `(dlrt_qconv_s8)(...)`: f64 code calls the same ones.  vnni=true (the
+ * quantize pass's choice, from --target-cpu) takes the AVX-512 VNNI path,
+ * whose integers are the portable path's; its weights are packed by
+ * NAME_freeze (dlrt_qconv_s8_pack), as dlc's own f32 convolutions' are,
+ * and at each call before a freeze. */
 #include "emit.h"
 
 #define put dlc_cpu_put
@@ -153,3 +155,44 @@ static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
 void dlc_cpu_emit_qconv2d(Emit *e, Out *o, const DlcOp *op) { put_qlayer(e, o, op); }
 
 void dlc_cpu_emit_qdense(Emit *e, Out *o, const DlcOp *op) { put_qlayer(e, o, op); }
+
+/* (a, b, @a_scale, @b_scale, @output_scale) */
+void dlc_cpu_emit_qadd(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    put(o, "    DlrtQAdd r;\n"
+           "    (dlrt_qadd_init)((double)a2[0], (double)a3[0], (double)a4[0], &r);\n"
+           "    (dlrt_qadd_s8)(n * %lld, a0, a1, &r, %s, r0);\n",
+        (long long)dlc_type_numel(&op->out[0]->type),
+        dlc_attr_bool(op, DLC_A_RELU) ? "true" : "false");
+}
+
+/* (x1, ..., xk, @scale_1, ..., @scale_k, @output_scale): each operand's rows
+ * into the result's, requantized to its scale (copied where the scales are
+ * equal) */
+void dlc_cpu_emit_qconcat(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    const DlcType *y = &op->out[0]->type;
+    int k = op->nin - op->nparams;
+    int64_t before, after, offset = 0;
+    int axis = dlc_cpu_axis(op, y, &before, &after);
+    int64_t row_y = y->dims[axis] * after;
+    put(o, "    DlrtRequant rq;\n");
+    for (int i = 0; i < k; i++) {
+        int64_t row = op->in[i]->type.dims[axis] * after;
+        put(o, "    (dlrt_requant_init)((double)a%d[0], 0, (double)a%d[0], &rq);\n"
+               "    (dlrt_requantize_rows_s8)(n * %lld, %lld, a%d, &rq, r0 + %lld, %lld);\n",
+            k + i, 2 * k, (long long)before, (long long)row, i, (long long)offset,
+            (long long)row_y);
+        offset += row;
+    }
+}
+
+/* (x, @input_scale, @output_scale): the mean's 1 / (H W) in the multiplier */
+void dlc_cpu_emit_qglobalavgpool(Emit *e, Out *o, const DlcOp *op) {
+    (void)e;
+    const int64_t *d = op->in[0]->type.dims;
+    put(o, "    DlrtRequant rq;\n"
+           "    (dlrt_requant_init)((double)a1[0] / %lld, 0, (double)a2[0], &rq);\n"
+           "    (dlrt_qglobalavgpool_s8)(n * %lld, %lld, a0, &rq, r0);\n",
+        (long long)(d[1] * d[2]), (long long)d[0], (long long)(d[1] * d[2]));
+}

@@ -4,8 +4,15 @@
  * scale it keeps) and the requantization of int32 sums, which is integer:
  * (acc + bias) * mult / 2^shift, rounded half to even, then clamped, with
  * bias, mult and shift computed once per call and filter from the f32
- * scales in double (dlrt_requant_init).  The convolution is int8_conv.c's. */
+ * scales in double (dlrt_requant_init).  The ops that keep a network int8
+ * between its layers are here too, on the same integer rounding: the
+ * residual addition of two int8 tensors of their own scales (dlrt_qadd_s8),
+ * a concatenation's copy that requantizes each operand to the result's
+ * scale (dlrt_requantize_rows_s8) and global average pooling as an int32
+ * sum requantized (dlrt_qglobalavgpool_s8).  The convolution is
+ * int8_conv.c's. */
 #include <math.h>
+#include <string.h>
 
 #include "dlrt.h"
 
@@ -17,9 +24,18 @@ static int8_t quantize_one(double t) {
     return t >= 127 ? 127 : t <= -128 ? -128 : (int8_t)t;
 }
 
+/* The f32 form without branches, so that GCC vectorizes it (this file is
+ * compiled at -O3 for the machine, as kernels.c is): the clamps as min and
+ * max, which leave NaN where it is (the comparisons are false), then NaN
+ * (t != t) to 0; rintf rounds half to even in the default rounding mode.
+ * The same integers as quantize_one of the same rintf. */
 void dlrt_quantize_s8(int64_t count, const float *x, float scale, int8_t *q) {
-    for (int64_t i = 0; i < count; i++)
-        q[i] = quantize_one(rintf(x[i] / scale));
+    for (int64_t i = 0; i < count; i++) {
+        float t = rintf(x[i] / scale);
+        t = t > 127.0f ? 127.0f : t;
+        t = t < -128.0f ? -128.0f : t;
+        q[i] = (int8_t)(int32_t)(t == t ? t : 0.0f);
+    }
 }
 
 void dlrt_quantize_s8_f64(int64_t count, const double *x, double scale, int8_t *q) {
@@ -66,23 +82,109 @@ double dlrt_quantize_weights(int64_t f, int64_t k, const float *w, const float *
 
 /* ---- max pooling ---------------------------------------------------------- */
 
+static inline int8_t max_s8(int8_t a, int8_t b) { return a > b ? a : b; }
+
+/* One output row's windows ox0 <= ox < ox1, each wholly inside the plane
+ * (no clipping), whose top-left input is row + ox * SW: for a kernel of
+ * KH x KW and a stride SW known at compile time the loops unroll to
+ * straight maxima, which GCC vectorizes (strided loads as permutations). */
+#define MAXPOOL_ROW(KH, KW, SW)                                                \
+    for (int64_t ox = ox0; ox < ox1; ox++) {                                  \
+        const int8_t *r = row + ox * (SW);                                    \
+        int8_t m = r[0];                                                      \
+        for (int64_t ky = 0; ky < (KH); ky++)                                 \
+            for (int64_t kx = 0; kx < (KW); kx++)                             \
+                m = max_s8(m, r[ky * w + kx]);                                \
+        yrow[ox] = m;                                                         \
+    }
+
+/* The windows of output row oy, clipped to the plane, from ox0 to ox1. */
+static void maxpool_clipped(const DlrtPool *p, const int8_t *xp, int8_t *yp, int64_t oy,
+                            int64_t ox0, int64_t ox1) {
+    int64_t y0 = oy * p->sh - p->ph, y1 = y0 + p->kh;
+    y0 = y0 < 0 ? 0 : y0, y1 = y1 > p->h ? p->h : y1;
+    for (int64_t ox = ox0; ox < ox1; ox++) {
+        int64_t x0 = ox * p->sw - p->pw, x1 = x0 + p->kw;
+        x0 = x0 < 0 ? 0 : x0, x1 = x1 > p->w ? p->w : x1;
+        int8_t m = -128;
+        for (int64_t iy = y0; iy < y1; iy++)
+            for (int64_t ix = x0; ix < x1; ix++)
+                m = max_s8(m, xp[iy * p->w + ix]);
+        yp[oy * p->ow + ox] = m;
+    }
+}
+
+/* The first output index whose window starts at or after 0, and the end
+ * of those that also end at or before `size`: the windows not clipped. */
+static void inside(int64_t out, int64_t k, int64_t s, int64_t pad, int64_t size, int64_t *lo,
+                   int64_t *hi) {
+    int64_t a = (pad + s - 1) / s, b = size + pad - k < 0 ? 0 : (size + pad - k) / s + 1;
+    b = b > out ? out : b;
+    *lo = a > b ? b : a;
+    *hi = b;
+}
+
+/* 2x2 windows of stride 2 that tile the plane exactly (h = 2 oh, w = 2 ow,
+ * no padding: LeNet's, VGG's), in two passes that vectorize: the maximum
+ * of each pair of rows into v (contiguous rows), then of each pair of
+ * neighbours in v, whose pair j is output j of the rows done (w = 2 ow).
+ * At most MAXPOOL_2X2_BUF bytes of v at a time. */
+#define MAXPOOL_2X2_BUF 4096
+static void maxpool_2x2(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y) {
+    int8_t v[MAXPOOL_2X2_BUF];
+    int64_t w = p->w, ow = p->ow, band = MAXPOOL_2X2_BUF / w;
+    for (int64_t plane = 0; plane < n * p->c; plane++) {
+        const int8_t *xp = x + plane * p->h * w;
+        int8_t *yp = y + plane * p->oh * ow;
+        for (int64_t oy0 = 0; oy0 < p->oh; oy0 += band) {
+            int64_t rows = p->oh - oy0 < band ? p->oh - oy0 : band;
+            for (int64_t r = 0; r < rows; r++) {
+                const int8_t *a = xp + 2 * (oy0 + r) * w, *b = a + w;
+                for (int64_t i = 0; i < w; i++)
+                    v[r * w + i] = max_s8(a[i], b[i]);
+            }
+            int8_t *yr = yp + oy0 * ow;
+            for (int64_t j = 0; j < rows * ow; j++)
+                yr[j] = max_s8(v[2 * j], v[2 * j + 1]);
+        }
+    }
+}
+
+/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2.  Others:
+ * windows that reach past the plane (padding, ceil_mode) are clipped to it
+ * (the edges, by the generic loop); the others, the interior, take a loop
+ * without bounds checks, unrolled for the usual windows: 2x2 and 3x3 of
+ * stride 2, 3x3 of stride 1 (GoogLeNet's inception branch). */
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
     const DlrtPool *p = pool;
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
+        p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_2X2_BUF) {
+        maxpool_2x2(p, n, x, y);
+        return;
+    }
+    int64_t oy0, oy1, ox0, ox1, w = p->w, sw = p->sw;
+    inside(p->oh, p->kh, p->sh, p->ph, p->h, &oy0, &oy1);
+    inside(p->ow, p->kw, p->sw, p->pw, p->w, &ox0, &ox1);
     for (int64_t plane = 0; plane < n * p->c; plane++) {
         const int8_t *xp = x + plane * p->h * p->w;
         int8_t *yp = y + plane * p->oh * p->ow;
         for (int64_t oy = 0; oy < p->oh; oy++) {
-            int64_t y0 = oy * p->sh - p->ph, y1 = y0 + p->kh;
-            y0 = y0 < 0 ? 0 : y0, y1 = y1 > p->h ? p->h : y1;
-            for (int64_t ox = 0; ox < p->ow; ox++) {
-                int64_t x0 = ox * p->sw - p->pw, x1 = x0 + p->kw;
-                x0 = x0 < 0 ? 0 : x0, x1 = x1 > p->w ? p->w : x1;
-                int8_t m = -128;
-                for (int64_t iy = y0; iy < y1; iy++)
-                    for (int64_t ix = x0; ix < x1; ix++)
-                        m = xp[iy * p->w + ix] > m ? xp[iy * p->w + ix] : m;
-                yp[oy * p->ow + ox] = m;
+            if (oy < oy0 || oy >= oy1) {
+                maxpool_clipped(p, xp, yp, oy, 0, p->ow);
+                continue;
             }
+            maxpool_clipped(p, xp, yp, oy, 0, ox0);
+            const int8_t *row = xp + (oy * p->sh - p->ph) * w - p->pw;
+            int8_t *yrow = yp + oy * p->ow;
+            if (p->kh == 2 && p->kw == 2 && sw == 2)
+                MAXPOOL_ROW(2, 2, 2)
+            else if (p->kh == 3 && p->kw == 3 && sw == 2)
+                MAXPOOL_ROW(3, 3, 2)
+            else if (p->kh == 3 && p->kw == 3 && sw == 1)
+                MAXPOOL_ROW(3, 3, 1)
+            else
+                MAXPOOL_ROW(p->kh, p->kw, sw)
+            maxpool_clipped(p, xp, yp, oy, ox1, p->ow);
         }
     }
 }
@@ -110,15 +212,79 @@ void dlrt_requant_init(double acc_scale, double bias, double out_scale, DlrtRequ
     r->shift = shift;
 }
 
-int8_t dlrt_requantize(int32_t acc, const DlrtRequant *r, bool relu) {
-    int64_t p = ((int64_t)acc + r->bias) * r->mult;
-    int64_t q = p;
-    if (r->shift > 0) {
-        q = p >> r->shift; /* floor: arithmetic shift */
-        int64_t rem = p - q * ((int64_t)1 << r->shift), half = (int64_t)1 << (r->shift - 1);
-        if (rem > half || (rem == half && (q & 1)))
-            q++;
-    }
-    int64_t lo = relu ? 0 : -128;
+/* p / 2^shift rounded half to even (shift 0..62): the floor from an
+ * arithmetic shift, the remainder against half the divisor; no branch, so
+ * that the loops below vectorize. */
+static inline int64_t round_shift(int64_t p, int shift) {
+    if (shift == 0)
+        return p;
+    int64_t q = p >> shift, rem = p & (((int64_t)1 << shift) - 1),
+            half = (int64_t)1 << (shift - 1);
+    return q + (rem > half || (rem == half && (q & 1)));
+}
+
+static inline int8_t clamp_s8(int64_t q, int64_t lo) {
     return (int8_t)(q < lo ? lo : q > 127 ? 127 : q);
+}
+
+int8_t dlrt_requantize(int32_t acc, const DlrtRequant *r, bool relu) {
+    return clamp_s8(round_shift(((int64_t)acc + r->bias) * r->mult, r->shift), relu ? 0 : -128);
+}
+
+/* ---- int8 between the layers: add, concatenation, global average pool --- */
+
+void dlrt_qadd_init(double scale_a, double scale_b, double scale_y, DlrtQAdd *r) {
+    double ma = scale_a / scale_y, mb = scale_b / scale_y, top = ma > mb ? ma : mb;
+    int e;
+    frexp(top, &e); /* top = mant 2^e, 0.5 <= mant < 1 */
+    int shift = 31 - e;
+    /* the larger multiplier rounded to 2^31 takes one bit less */
+    if (shift >= 0 && shift <= 62 && rint(ldexp(top, shift)) >= 2147483648.0)
+        shift--;
+    if (shift > 62) { /* both below 2^-32: every sum rounds to 0 */
+        r->mult_a = r->mult_b = 0, r->shift = 0;
+        return;
+    }
+    shift = shift < 0 ? 0 : shift; /* 2^31 or more: saturated below */
+    double a = rint(ldexp(ma, shift)), b = rint(ldexp(mb, shift));
+    r->mult_a = (int32_t)(a > INT32_MAX ? INT32_MAX : a);
+    r->mult_b = (int32_t)(b > INT32_MAX ? INT32_MAX : b);
+    r->shift = shift;
+}
+
+/* |a mult_a + b mult_b| < 2^8 2^31 2: no overflow in int64 */
+void dlrt_qadd_s8(int64_t count, const int8_t *a, const int8_t *b, const DlrtQAdd *r, bool relu,
+                  int8_t *y) {
+    int64_t ma = r->mult_a, mb = r->mult_b, lo = relu ? 0 : -128;
+    int shift = r->shift;
+    for (int64_t i = 0; i < count; i++)
+        y[i] = clamp_s8(round_shift(a[i] * ma + b[i] * mb, shift), lo);
+}
+
+void dlrt_requantize_rows_s8(int64_t rows, int64_t len, const int8_t *x, const DlrtRequant *r,
+                             int8_t *y, int64_t ld_y) {
+    int64_t mult = r->mult, bias = r->bias;
+    int shift = r->shift;
+    /* a multiplier of exactly 1 (2^30 / 2^30, as two equal scales give) is a copy */
+    bool copy = bias == 0 && shift <= 62 && mult == ((int64_t)1 << shift);
+    for (int64_t i = 0; i < rows; i++) {
+        const int8_t *xr = x + i * len;
+        int8_t *yr = y + i * ld_y;
+        if (copy)
+            memcpy(yr, xr, (size_t)len);
+        else
+            for (int64_t j = 0; j < len; j++)
+                yr[j] = clamp_s8(round_shift((xr[j] + bias) * mult, shift), -128);
+    }
+}
+
+void dlrt_qglobalavgpool_s8(int64_t planes, int64_t hw, const int8_t *x, const DlrtRequant *r,
+                            int8_t *y) {
+    for (int64_t i = 0; i < planes; i++) {
+        const int8_t *xp = x + i * hw;
+        int32_t sum = 0;
+        for (int64_t j = 0; j < hw; j++)
+            sum += xp[j];
+        y[i] = dlrt_requantize(sum, r, false);
+    }
 }

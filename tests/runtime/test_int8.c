@@ -21,7 +21,18 @@
  *   requantized by exact integer division (sign and magnitude, the
  *   remainder against half the divisor: another computation than the
  *   kernel's floor shift);
- * - max pooling of int8 against the maximum over each clipped window. */
+ * - max pooling of int8 against the maximum over each clipped window, for
+ *   the unrolled 2x2 and 3x3 windows and others, with and without padding
+ *   and ceil_mode's windows past the edge, and 2x2 windows tiling planes
+ *   of one band of rows or several;
+ * - quantize over long vectors (the vectorized loop and its tail) against
+ *   rint in double of the same f32 quotient;
+ * - the ops between layers: the residual addition's multipliers and
+ *   rounding (ties of both signs, clamps, relu) against the sum a mult_a +
+ *   b mult_b divided by 2^shift in double (exact: below 2^40) and rounded by
+ *   rint, and within one unit of the real-valued a s_a / s_y + b s_b / s_y;
+ *   the concatenation's requantizing copy (equal scales a byte copy); global
+ *   average pooling's sum requantized, against the sum in int64. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -236,10 +247,223 @@ static void test_maxpool(void) {
     CHECK(same);
 }
 
+/* max pooling of one geometry against the maximum over each window
+ * clipped to the plane */
+static void test_maxpool_geometry(int64_t c, int64_t h, int64_t w, int64_t k, int64_t s,
+                                  int64_t pad, bool ceil_mode) {
+    DlrtPool p = {.c = c, .h = h, .w = w, .kh = k, .kw = k, .sh = s, .sw = s, .ph = pad,
+                  .pw = pad};
+    int64_t span_h = h + 2 * pad - k, span_w = w + 2 * pad - k;
+    p.oh = (span_h + (ceil_mode ? s - 1 : 0)) / s + 1;
+    p.ow = (span_w + (ceil_mode ? s - 1 : 0)) / s + 1;
+    /* ceil_mode: the last window starts inside the plane or its padding */
+    if (ceil_mode && (p.oh - 1) * s >= h + pad)
+        p.oh--;
+    if (ceil_mode && (p.ow - 1) * s >= w + pad)
+        p.ow--;
+    int64_t n = 2, nx = n * c * h * w, ny = n * c * p.oh * p.ow;
+    int8_t *x = malloc((size_t)nx), *y = malloc((size_t)ny);
+    for (int64_t i = 0; i < nx; i++)
+        x[i] = (int8_t)(next_u32() % 256 - 128);
+    dlrt_maxpool_s8(&p, n, x, y);
+    bool same = true;
+    for (int64_t pl = 0; pl < n * c; pl++)
+        for (int64_t oy = 0; oy < p.oh; oy++)
+            for (int64_t ox = 0; ox < p.ow; ox++) {
+                int m = -1000;
+                for (int64_t ky = 0; ky < k; ky++)
+                    for (int64_t kx = 0; kx < k; kx++) {
+                        int64_t iy = oy * s - pad + ky, ix = ox * s - pad + kx;
+                        if (iy >= 0 && iy < h && ix >= 0 && ix < w &&
+                            x[(pl * h + iy) * w + ix] > m)
+                            m = x[(pl * h + iy) * w + ix];
+                    }
+                same &= y[(pl * p.oh + oy) * p.ow + ox] == m;
+            }
+    if (!same)
+        fprintf(stderr, "test_int8.c: maxpool %lldx%lld k=%lld s=%lld pad=%lld ceil=%d\n",
+                (long long)h, (long long)w, (long long)k, (long long)s, (long long)pad, ceil_mode);
+    CHECK(same);
+    free(x), free(y);
+}
+
+/* quantize over 1003 values (ties, halves, NaN, the infinities, beyond the
+ * clamps) against rint in double of each f32 quotient */
+static void test_quantize_long(void) {
+    enum { COUNT = 1003 };
+    float x[COUNT];
+    int8_t q[COUNT];
+    for (int i = 0; i < COUNT; i++)
+        x[i] = i % 97 == 0   ? NAN
+               : i % 89 == 0 ? (i % 2 ? INFINITY : -INFINITY)
+               : i % 3 == 0  ? (float)((int)(next_u32() % 601) - 300) * 0.5f /* ties */
+                             : (float)((double)(next_u32() % 200001) / 500.0 - 200.0);
+    for (int pass = 0; pass < 2; pass++) {
+        float scale = pass ? 0.37f : 1.0f;
+        dlrt_quantize_s8(COUNT, x, scale, q);
+        bool same = true;
+        for (int i = 0; i < COUNT; i++) {
+            float t = x[i] / scale;
+            double r = t != t ? 0 : rint((double)t);
+            r = r > 127 ? 127 : r < -128 ? -128 : r;
+            same &= q[i] == (int8_t)r;
+        }
+        CHECK(same);
+    }
+    float y[COUNT];
+    dlrt_dequantize_s8(COUNT, q, 0.37f, y);
+    bool same = true;
+    for (int i = 0; i < COUNT; i++)
+        same &= y[i] == (float)q[i] * 0.37f;
+    CHECK(same);
+}
+
+/* (a mult_a + b mult_b) / 2^shift in double, exact, rounded by rint (half
+ * to even), clamped */
+static int8_t ref_qadd(int a, int b, const DlrtQAdd *r, bool relu) {
+    double p = ldexp((double)a * r->mult_a + (double)b * r->mult_b, -r->shift);
+    double q = rint(p), lo = relu ? 0 : -128;
+    return (int8_t)(q < lo ? lo : q > 127 ? 127 : q);
+}
+
+static void test_qadd(void) {
+    /* 1/2 and 1/4: one shift (31) for both, from the larger */
+    DlrtQAdd r;
+    dlrt_qadd_init(0.5, 0.25, 1.0, &r);
+    CHECK(r.mult_a == 1 << 30 && r.mult_b == 1 << 29 && r.shift == 31);
+    int8_t a[] = {1, 3, 1, -1, -3, -1, 5, 127, -128, -3};
+    int8_t b[] = {0, 0, 2, -2, 0, 0, 2, 127, -128, 2};
+    int8_t want[] = {0, 2, 1, -1, -2, 0, 3, 95, -96, -1}; /* 0.5 -> 0, 1.5 -> 2, -1.5 -> -2 */
+    int8_t wantr[] = {0, 2, 1, 0, 0, 0, 3, 95, 0, 0};
+    int8_t y[10];
+    dlrt_qadd_s8(10, a, b, &r, false, y);
+    CHECK(memcmp(y, want, sizeof y) == 0);
+    dlrt_qadd_s8(10, a, b, &r, true, y);
+    CHECK(memcmp(y, wantr, sizeof y) == 0);
+    /* the clamps: 1 + 1 of the result's scale */
+    dlrt_qadd_init(1.0, 1.0, 1.0, &r);
+    CHECK(r.mult_a == 1 << 30 && r.shift == 30);
+    int8_t big[] = {127, -128, 100, -100}, sum[4];
+    dlrt_qadd_s8(4, big, big, &r, false, sum);
+    CHECK(sum[0] == 127 && sum[1] == -128 && sum[2] == 127 && sum[3] == -128);
+    /* in place, y over a */
+    int8_t ip[] = {10, -20}, other[] = {5, 5};
+    dlrt_qadd_s8(2, ip, other, &r, false, ip);
+    CHECK(ip[0] == 15 && ip[1] == -15);
+    /* a multiplier rounding up to 2^31 takes one bit less */
+    dlrt_qadd_init(1.0 - 1e-12, 0.5, 1.0, &r);
+    CHECK(r.mult_a == 1 << 30 && r.shift == 30);
+    /* multipliers too small (0) and too large (saturated) */
+    dlrt_qadd_init(1e-12, 1e-12, 1.0, &r);
+    CHECK(r.mult_a == 0 && r.mult_b == 0);
+    dlrt_qadd_init(1e10, 1.0, 1.0, &r);
+    CHECK(r.shift == 0 && r.mult_a == INT32_MAX && r.mult_b == 1);
+    /* random scales and values: exactly the reference, and within one unit
+     * of the real sum */
+    enum { COUNT = 4099 };
+    int8_t *xa = malloc(COUNT), *xb = malloc(COUNT), *yy = malloc(COUNT);
+    bool same = true, near = true;
+    for (int t = 0; t < 40; t++) {
+        double sa = 0.001 + next_u32() % 100000 / 1e6, sb = 0.001 + next_u32() % 100000 / 1e6,
+               sy = 0.001 + next_u32() % 100000 / 1e6;
+        bool relu = t % 2;
+        dlrt_qadd_init(sa, sb, sy, &r);
+        for (int i = 0; i < COUNT; i++)
+            xa[i] = (int8_t)(next_u32() % 256 - 128), xb[i] = (int8_t)(next_u32() % 256 - 128);
+        dlrt_qadd_s8(COUNT, xa, xb, &r, relu, yy);
+        for (int i = 0; i < COUNT; i++) {
+            same &= yy[i] == ref_qadd(xa[i], xb[i], &r, relu);
+            double real = rint(xa[i] * sa / sy + xb[i] * sb / sy);
+            real = real < (relu ? 0 : -128) ? (relu ? 0 : -128) : real > 127 ? 127 : real;
+            near &= fabs(real - yy[i]) <= 1;
+        }
+    }
+    CHECK(same);
+    CHECK(near);
+    free(xa), free(xb), free(yy);
+}
+
+/* a concatenation of two operands along channels: the first of the
+ * result's scale (a copy), the second requantized */
+static void test_requantize_rows(void) {
+    enum { ROWS = 3, LA = 37, LB = 50, LY = LA + LB };
+    int8_t a[ROWS * LA], b[ROWS * LB], y[ROWS * LY];
+    for (int i = 0; i < ROWS * LA; i++)
+        a[i] = (int8_t)(next_u32() % 256 - 128);
+    for (int i = 0; i < ROWS * LB; i++)
+        b[i] = (int8_t)(next_u32() % 256 - 128);
+    DlrtRequant ra, rb;
+    dlrt_requant_init(0.05f, 0, 0.05f, &ra);
+    dlrt_requant_init(0.0375, 0, 0.05, &rb); /* 0.75: ties at every multiple of 2 */
+    memset(y, 0x55, sizeof y);
+    dlrt_requantize_rows_s8(ROWS, LA, a, &ra, y, LY);
+    dlrt_requantize_rows_s8(ROWS, LB, b, &rb, y + LA, LY);
+    bool same = true;
+    for (int r = 0; r < ROWS; r++) {
+        same &= memcmp(y + r * LY, a + r * LA, LA) == 0;
+        for (int j = 0; j < LB; j++)
+            same &= y[r * LY + LA + j] == ref_requantize(b[r * LB + j], &rb, false);
+    }
+    CHECK(same);
+    /* 2 * 0.75 = 1.5 -> 2, 6 * 0.75 = 4.5 -> 4, -2 * 0.75 -> -2 */
+    int8_t t[] = {2, 6, -2, -6}, u[4];
+    dlrt_requantize_rows_s8(1, 4, t, &rb, u, 4);
+    CHECK(u[0] == 2 && u[1] == 4 && u[2] == -2 && u[3] == -4);
+    /* a larger scale saturates */
+    DlrtRequant up;
+    dlrt_requant_init(1.0, 0, 0.25, &up);
+    int8_t v[] = {40, -40, 31, -32}, w[4];
+    dlrt_requantize_rows_s8(1, 4, v, &up, w, 4);
+    CHECK(w[0] == 127 && w[1] == -128 && w[2] == 124 && w[3] == -128);
+}
+
+static void test_qglobalavgpool(void) {
+    int64_t sizes[] = {1, 49, 7 * 7 * 9, 64};
+    for (int k = 0; k < 4; k++) {
+        int64_t hw = sizes[k], planes = 11;
+        int8_t *x = malloc((size_t)(planes * hw)), y[11];
+        for (int64_t i = 0; i < planes * hw; i++)
+            x[i] = k == 3 ? (i < 64 ? -128 : 127) : (int8_t)(next_u32() % 256 - 128);
+        DlrtRequant r;
+        dlrt_requant_init(0.02 / (double)hw, 0, k == 3 ? 0.02 : 0.013, &r);
+        dlrt_qglobalavgpool_s8(planes, hw, x, &r, y);
+        bool same = true;
+        for (int64_t p = 0; p < planes; p++) {
+            int64_t sum = 0;
+            for (int64_t j = 0; j < hw; j++)
+                sum += x[p * hw + j];
+            same &= y[p] == ref_requantize(sum, &r, false);
+        }
+        CHECK(same);
+        if (k == 3) /* the mean of -128s is -128, of 127s 127 */
+            CHECK(y[0] == -128 && y[1] == 127);
+        free(x);
+    }
+    /* a mean of 2.5 units rounds to 2, of -2.5 to -2, of 3.5 to 4 */
+    int8_t x[] = {2, 3, -2, -3, 3, 4}, y[3];
+    DlrtRequant r;
+    dlrt_requant_init(1.0 / 2, 0, 1.0, &r);
+    dlrt_qglobalavgpool_s8(3, 2, x, &r, y);
+    CHECK(y[0] == 2 && y[1] == -2 && y[2] == 4);
+}
+
 int main(void) {
     bool vnni = dlrt_cpu_has_vnni();
     test_rounding();
     test_maxpool();
+    test_maxpool_geometry(6, 28, 28, 2, 2, 0, false); /* LeNet-5's */
+    test_maxpool_geometry(1, 40, 256, 2, 2, 0, false); /* two bands of rows */
+    test_maxpool_geometry(1, 6, 3000, 2, 2, 0, false); /* a band of one row */
+    test_maxpool_geometry(3, 15, 13, 2, 2, 0, true);
+    test_maxpool_geometry(4, 16, 16, 3, 2, 1, false); /* ResNet's stem */
+    test_maxpool_geometry(3, 13, 11, 3, 2, 0, true);  /* GoogLeNet's */
+    test_maxpool_geometry(3, 9, 9, 3, 1, 1, false);   /* the inception branch */
+    test_maxpool_geometry(2, 10, 12, 4, 3, 1, false);
+    test_maxpool_geometry(2, 3, 3, 5, 1, 2, false);   /* a window wider than the plane */
+    test_quantize_long();
+    test_qadd();
+    test_requantize_rows();
+    test_qglobalavgpool();
     /* LeNet-5's layers */
     test_conv(conv(1, 28, 28, 6, 5, 1, 2, 1, 1, true), 3, false, vnni);
     test_conv(conv(6, 14, 14, 16, 5, 1, 0, 1, 1, true), 2, false, vnni);

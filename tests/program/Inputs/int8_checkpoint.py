@@ -15,6 +15,10 @@ safetensors reader (json and struct, no safetensors package).
                                   exact), requantized as docs/quantization.md
                                   says; compares with SCORES (int8_scores's
                                   output) bit for bit and prints the verdict
+  tinyres CKPT INPUTS N SCORES    the same for the residual network
+                                  (Inputs/int8_resnet.dl): its int8 adds
+                                  (qadd) and global average pooling
+                                  (qglobalavgpool) too
 """
 import math
 import os
@@ -62,6 +66,47 @@ def requantize(acc, params, relu):
     return max(0 if relu else -128, min(127, q))
 
 
+def round_shift(num, shift):
+    """num / 2^shift rounded half to even, in Python ints"""
+    if not shift:
+        return num
+    q, r = divmod(num, 1 << shift)  # floor, 0 <= r < 2^shift
+    half = 1 << (shift - 1)
+    return q + (1 if r > half or (r == half and q % 2) else 0)
+
+
+def qadd_params(sa, sb, sy):
+    """dlrt_qadd_init's multipliers and shift, in Python doubles"""
+    ma, mb = sa / sy, sb / sy
+    _, e = math.frexp(max(ma, mb))
+    shift = 31 - e
+    if 0 <= shift <= 62 and round(math.ldexp(max(ma, mb), shift)) >= 1 << 31:
+        shift -= 1
+    if shift > 62:
+        return 0, 0, 0
+    shift = max(shift, 0)
+    top = (1 << 31) - 1
+    return min(round(math.ldexp(ma, shift)), top), min(round(math.ldexp(mb, shift)), top), shift
+
+
+def qadd(t, a, sa, b, sb, name, relu):
+    """a + b of int8 tensors into the scale NAME.scale, as qadd"""
+    ma, mb, shift = qadd_params(float(sa), float(sb), float(t[name + ".scale"]))
+    lo = 0 if relu else -128
+    flat = [max(lo, min(127, round_shift(int(x) * ma + int(y) * mb, shift)))
+            for x, y in zip(a.reshape(-1).tolist(), b.reshape(-1).tolist())]
+    return torch.tensor(flat, dtype=torch.int64).reshape(a.shape)
+
+
+def qgap(t, x, sx, name):
+    """global average pooling of int8 x into NAME.scale: the sums, requantized"""
+    hw = x.shape[2] * x.shape[3]
+    params = requant_params(float(sx) / hw, 0.0, float(t[name + ".scale"]))
+    sums = x.sum(dim=(2, 3)).reshape(-1).tolist()
+    flat = [requantize(int(s), params, False) for s in sums]
+    return torch.tensor(flat, dtype=torch.int64).reshape(x.shape[0], x.shape[1], 1, 1)
+
+
 def layer(t, name, x, sx, conv=None):
     """an int8 layer on int64 x: the sums, and per filter the scale sx * sw"""
     w = t[name + ".qweight"].to(torch.float64)
@@ -100,6 +145,33 @@ def lenet5(t, x):
     return scores.to(torch.float32)
 
 
+def tinyres(t, x):
+    s_in = float(t["stem.input_scale"])
+    q = quantize(x, s_in)
+    acc, sc = layer(t, "stem", q, s_in, {"padding": 1})
+    x0 = F.max_pool2d(requant_layer(t, "stem", acc, sc, True).to(torch.float64), 2).to(torch.int64)
+    s0 = t["stem.output_scale"]
+    acc, sc = layer(t, "block1.conv1", x0, s0, {"padding": 1})
+    y = requant_layer(t, "block1.conv1", acc, sc, True)
+    acc, sc = layer(t, "block1.conv2", y, t["block1.conv1.output_scale"], {"padding": 1})
+    y = requant_layer(t, "block1.conv2", acc, sc, False)
+    x1 = qadd(t, y, t["block1.conv2.output_scale"], x0, s0, "block1.out.1", True)
+    s1 = t["block1.out.1.scale"]
+    acc, sc = layer(t, "block2.conv1", x1, s1, {"stride": 2, "padding": 1})
+    y = requant_layer(t, "block2.conv1", acc, sc, True)
+    acc, sc = layer(t, "block2.conv2", y, t["block2.conv1.output_scale"], {"padding": 1})
+    y = requant_layer(t, "block2.conv2", acc, sc, False)
+    acc, sc = layer(t, "block2.downsample_0", x1, s1, {"stride": 2})
+    d = requant_layer(t, "block2.downsample_0", acc, sc, False)
+    x2 = qadd(t, y, t["block2.conv2.output_scale"], d, t["block2.downsample_0.output_scale"],
+              "block2.out.1", True)
+    g = qgap(t, x2, t["block2.out.1.scale"], "out")
+    acc, sc = layer(t, "fc", g, t["out.scale"])
+    scores = acc.to(torch.float64) * torch.tensor(sc, dtype=torch.float64) + \
+        t["fc.qbias"].to(torch.float64)
+    return scores.to(torch.float32)
+
+
 def main(argv):
     if argv[1] == "show":
         tensors, meta = checkpoint_torch.read_safetensors(argv[2], strict=True)
@@ -118,17 +190,17 @@ def main(argv):
         x = torch.rand(int(argv[2]), 1, 28, 28, generator=g) * 1.2 - 0.1
         with open(argv[3], "wb") as f:
             f.write(x.numpy().tobytes())
-    elif argv[1] == "lenet5":
+    elif argv[1] in ("lenet5", "tinyres"):
         t, _ = checkpoint_torch.read_safetensors(argv[2])
         n = int(argv[4])
         with open(argv[3], "rb") as f:
             x = torch.frombuffer(bytearray(f.read()), dtype=torch.float32).reshape(n, 1, 28, 28)
-        want = lenet5(t, x)
+        want = (lenet5 if argv[1] == "lenet5" else tinyres)(t, x)
         with open(argv[5]) as f:
             got = torch.tensor([[float.fromhex(v) for v in line.split()] for line in f],
                                dtype=torch.float32)
         same = torch.equal(got, want)
-        print(f"int8 lenet5: {n} samples, scores {'the same bits' if same else 'DIFFER'}")
+        print(f"int8 {argv[1]}: {n} samples, scores {'the same bits' if same else 'DIFFER'}")
         if not same:
             print("max difference", (got - want).abs().max().item())
     else:
