@@ -7,10 +7,10 @@
  * int8_conv.c) compute, bit for bit where the arithmetic is integer:
  *   - quantize: x / s in f32 (div.rn), rint (half to even), NaN to 0,
  *     clamped to -128..127; dequantize: q * s in f32;
- *   - qconv2d, qdense: a thread per result, its int32 sum over the
- *     filter's taps four at a time with dp4a.s32.s32 (signed by signed
- *     bytes: no bias of 128 as the CPU's VNNI path needs), which is exact
- *     in any order (|sum| < 2^31), so the sums are the CPU's;
+ *   - qconv2d, qdense: a thread per result, its int32 sum four products
+ *     at a time with dp4a.s32.s32 (signed by signed bytes: no bias of 128
+ *     as the CPU's VNNI path needs), which is exact in any order
+ *     (|sum| < 2^31), so the sums are the CPU's;
  *   - the requantization, dlrt_requant_init's and dlrt_requantize's: a
  *     small kernel first computes each filter's int32 bias, multiplier and
  *     shift from the scales in f64 (div.rn, rint, frexp from the exponent
@@ -171,9 +171,9 @@ static void requant_kernel(NvKernels *nk, const DlcOp *op, const char *tag, cons
     r = kb_select(kb, LLVMBuildFCmp(B, LLVMRealOGT, r, lim, ""), lim,
                   kb_select(kb, LLVMBuildFCmp(B, LLVMRealOLT, r, nlim, ""), nlim, r));
     LLVMValueRef ibias = LLVMBuildFPToSI(B, r, kb->i32, "");
-    /* frexp of M = acc_scale / out_scale from its bits: M > 0, and a
-       subnormal M (exponent field 0) gives a shift above 62, as frexp's
-       smaller exponent does: every result 0 */
+    /* frexp of M = acc_scale / out_scale from its bits: for positive
+       finite f32 scales M is a normal double (1e-128 < M < 1e122), whose
+       exponent field is frexp's exponent + 1022 */
     LLVMValueRef m = LLVMBuildFDiv(B, acc_scale, sy, "");
     LLVMValueRef bits = LLVMBuildBitCast(B, m, kb->i64, "");
     LLVMValueRef field = LLVMBuildAnd(B, LLVMBuildLShr(B, bits, i64c(kb, 52), ""), i64c(kb, 0x7ff), "");
@@ -225,9 +225,38 @@ static LLVMValueRef requantize(Kb *kb, LLVMValueRef acc, LLVMValueRef bias, LLVM
     return LLVMBuildTrunc(B, q, i8_type(kb), "");
 }
 
-/* A thread per result: its int32 sum by dp4a over the filter's taps in
- * their order (channel, row, column), four at a time, the last four
- * padded with zeros; then the requantization or the f32 epilogue.
+/* acc += the products of `count` bytes of x and w, at x[xoff + j xstep]
+ * and w[woff + j wstep] for j < count, four at a time by dp4a (the last
+ * four padded with zeros). */
+static void dot_bytes(Kb *kb, LLVMValueRef acc, LLVMValueRef x, LLVMValueRef xoff, int64_t xstep,
+                      LLVMValueRef w, LLVMValueRef woff, int64_t wstep, int64_t count) {
+    LLVMBuilderRef B = kb->b;
+    LLVMValueRef k4 = kb_for(kb, kb_int(kb, 0), kb_int(kb, (count + 3) / 4), kb_int(kb, 1));
+    LLVMValueRef xw = kb_int(kb, 0), ww = kb_int(kb, 0), zero8 = LLVMConstInt(i8_type(kb), 0, 0);
+    for (int j = 0; j < 4; j++) {
+        LLVMValueRef k = kb_addi(kb, kb_muli(kb, kb_get(kb, k4), 4), j);
+        LLVMValueRef valid = count % 4 ? kb_lt(kb, k, kb_int(kb, count)) : NULL;
+        if (valid) /* the padding reads the last byte, then counts 0 */
+            k = kb_min(kb, k, kb_int(kb, count - 1));
+        LLVMValueRef xv = load_s8(kb, x, kb_add(kb, xoff, kb_muli(kb, k, xstep)));
+        LLVMValueRef wv = load_s8(kb, w, kb_add(kb, woff, kb_muli(kb, k, wstep)));
+        if (valid) {
+            xv = kb_select(kb, valid, xv, zero8);
+            wv = kb_select(kb, valid, wv, zero8);
+        }
+        xw = LLVMBuildOr(B, xw, lane(kb, xv, j), "");
+        ww = LLVMBuildOr(B, ww, lane(kb, wv, j), "");
+    }
+    kb_set(kb, acc, dp4a(kb, xw, ww, kb_get(kb, acc)));
+    kb_endfor(kb);
+}
+
+/* A thread per result: its int32 sum by dp4a, then the requantization or
+ * the f32 epilogue.  A dense layer whose rows are whole words reads them
+ * as words; otherwise four bytes are gathered per dp4a: a convolution's
+ * four channels at one tap, over the taps inside the image (the padding
+ * adds nothing), so no index is divided in the loops.  The sums' order
+ * differs from the CPU's, their values do not (exact in int32).
  * Operands: (x, @weight, @weight_scale, @bias, @input_scale[, @output_scale]). */
 static void qlayer(NvKernels *nk, const DlcOp *op, const char *tag) {
     QLayer q = qlayer_of(op);
@@ -241,46 +270,41 @@ static void qlayer(NvKernels *nk, const DlcOp *op, const char *tag) {
         nv_start(&b, nk, op, tag, "", rq, 4, NULL, 0, MAP_THREADS);
     Kb *kb = b.kb;
     LLVMBuilderRef B = kb->b;
-    int64_t plane = q.oh * q.ow, cg = q.c / q.groups, fg = q.f / q.groups, kk = q.kh * q.kw;
+    int64_t plane = q.oh * q.ow, cg = q.c / q.groups, fg = q.f / q.groups;
     LLVMValueRef i = nv_begin_map(&b, q.f * plane, 0);
     LLVMValueRef s = kb_divi(kb, i, q.f * plane), r = kb_remi(kb, i, q.f * plane);
     LLVMValueRef f = kb_divi(kb, r, plane), pix = kb_remi(kb, r, plane);
-    LLVMValueRef oy = kb_divi(kb, pix, q.ow), ox = kb_remi(kb, pix, q.ow);
-    /* the sample's planes of the filter's group, and the filter's weights */
-    LLVMValueRef xbase = kb_add(kb, kb_muli(kb, s, q.c * q.h * q.w),
-                                kb_muli(kb, kb_divi(kb, f, fg), cg * q.h * q.w));
-    LLVMValueRef wbase = kb_muli(kb, f, q.taps);
-    LLVMValueRef y0 = kb_addi(kb, kb_muli(kb, oy, q.sh), -q.ph), x0 = kb_addi(kb, kb_muli(kb, ox, q.sw), -q.pw);
     LLVMValueRef acc = kb_var(kb, kb->i32, kb_int(kb, 0));
-    LLVMValueRef k4 = kb_for(kb, kb_int(kb, 0), kb_int(kb, (q.taps + 3) / 4), kb_int(kb, 1));
-    LLVMValueRef xw = kb_int(kb, 0), ww = kb_int(kb, 0);
-    for (int j = 0; j < 4; j++) {
-        LLVMValueRef k = kb_addi(kb, kb_muli(kb, kb_get(kb, k4), 4), j);
-        LLVMValueRef valid = kb_lt(kb, k, kb_int(kb, q.taps));
-        LLVMValueRef kc = kb_min(kb, k, kb_int(kb, q.taps - 1)); /* in bounds either way */
-        LLVMValueRef xv;
-        if (op->kind == DLC_OP_QDENSE) {
-            xv = load_s8(kb, b.p[0], kb_add(kb, xbase, kc));
-        } else {
-            LLVMValueRef c = kb_divi(kb, kc, kk), t = kb_remi(kb, kc, kk);
-            LLVMValueRef iy = kb_add(kb, y0, kb_muli(kb, kb_divi(kb, t, q.kw), q.dh));
-            LLVMValueRef ix = kb_add(kb, x0, kb_muli(kb, kb_remi(kb, t, q.kw), q.dw));
-            LLVMValueRef in = kb_and(kb, kb_in_range(kb, iy, q.h), kb_in_range(kb, ix, q.w));
-            valid = kb_and(kb, valid, in);
-            /* a padded tap reads the plane's first byte, then counts 0 */
-            LLVMValueRef at = kb_add(kb, xbase, kb_add(kb, kb_muli(kb, c, q.h * q.w),
-                                                       kb_select(kb, in, kb_add(kb, kb_muli(kb, iy, q.w), ix), kb_int(kb, 0))));
-            xv = load_s8(kb, b.p[0], at);
-        }
-        LLVMValueRef zero8 = LLVMConstInt(i8_type(kb), 0, 0);
-        xv = kb_select(kb, valid, xv, zero8);
-        LLVMValueRef wv = kb_select(kb, kb_lt(kb, k, kb_int(kb, q.taps)),
-                                    load_s8(kb, b.p[1], kb_add(kb, wbase, kc)), zero8);
-        xw = LLVMBuildOr(B, xw, lane(kb, xv, j), "");
-        ww = LLVMBuildOr(B, ww, lane(kb, wv, j), "");
+    if (op->kind == DLC_OP_QDENSE && q.taps % 4 == 0) {
+        LLVMValueRef xw = kb_muli(kb, s, q.taps / 4), ww = kb_muli(kb, f, q.taps / 4);
+        LLVMValueRef k = kb_for(kb, kb_int(kb, 0), kb_int(kb, q.taps / 4), kb_int(kb, 1));
+        LLVMValueRef a = nv_load_i32(kb, b.p[0], kb_add(kb, xw, kb_get(kb, k)));
+        LLVMValueRef w = nv_load_i32(kb, b.p[1], kb_add(kb, ww, kb_get(kb, k)));
+        kb_set(kb, acc, dp4a(kb, a, w, kb_get(kb, acc)));
+        kb_endfor(kb);
+    } else if (op->kind == DLC_OP_QDENSE) {
+        dot_bytes(kb, acc, b.p[0], kb_muli(kb, s, q.taps), 1, b.p[1], kb_muli(kb, f, q.taps), 1, q.taps);
+    } else {
+        LLVMValueRef oy = kb_divi(kb, pix, q.ow), ox = kb_remi(kb, pix, q.ow);
+        /* the sample's planes of the filter's group, and the filter's weights */
+        LLVMValueRef xbase = kb_add(kb, kb_muli(kb, s, q.c * q.h * q.w),
+                                    kb_muli(kb, kb_divi(kb, f, fg), cg * q.h * q.w));
+        LLVMValueRef wbase = kb_muli(kb, f, q.taps);
+        LLVMValueRef y0 = kb_addi(kb, kb_muli(kb, oy, q.sh), -q.ph), x0 = kb_addi(kb, kb_muli(kb, ox, q.sw), -q.pw);
+        LLVMValueRef ky = kb_for(kb, kb_int(kb, 0), kb_int(kb, q.kh), kb_int(kb, 1));
+        LLVMValueRef iy = kb_add(kb, y0, kb_muli(kb, kb_get(kb, ky), q.dh));
+        kb_if(kb, kb_in_range(kb, iy, q.h));
+        LLVMValueRef kx = kb_for(kb, kb_int(kb, 0), kb_int(kb, q.kw), kb_int(kb, 1));
+        LLVMValueRef ix = kb_add(kb, x0, kb_muli(kb, kb_get(kb, kx), q.dw));
+        kb_if(kb, kb_in_range(kb, ix, q.w));
+        LLVMValueRef xoff = kb_add(kb, xbase, kb_add(kb, kb_muli(kb, iy, q.w), ix));
+        LLVMValueRef woff = kb_add(kb, wbase, kb_add(kb, kb_muli(kb, kb_get(kb, ky), q.kw), kb_get(kb, kx)));
+        dot_bytes(kb, acc, b.p[0], xoff, q.h * q.w, b.p[1], woff, q.kh * q.kw, cg);
+        kb_endif(kb);
+        kb_endfor(kb);
+        kb_endif(kb);
+        kb_endfor(kb);
     }
-    kb_set(kb, acc, dp4a(kb, xw, ww, kb_get(kb, acc)));
-    kb_endfor(kb);
     LLVMValueRef sum = kb_get(kb, acc);
     if (q.float_out) {
         LLVMTypeRef f64 = f64_type(kb);
