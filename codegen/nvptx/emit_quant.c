@@ -329,6 +329,8 @@ void nv_emit_qconv2d(NvKernels *nk, const DlcOp *op, const char *tag) { qlayer(n
 
 void nv_emit_qdense(NvKernels *nk, const DlcOp *op, const char *tag) { qlayer(nk, op, tag); }
 
+/* The ops whose kernels take int8 tensors: this file's, and max pooling,
+ * flatten and reshape, which dispatch on the element type to theirs. */
 bool nv_int8_ready(const DlcOp *op) {
     switch (op->kind) {
     case DLC_OP_QUANTIZE: case DLC_OP_DEQUANTIZE: case DLC_OP_QCONV2D: case DLC_OP_QDENSE:
