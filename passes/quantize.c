@@ -80,6 +80,8 @@ typedef struct Quant {
     DlcValue **observed; /* the old values calibration observes, one per scale */
     int nobserved, capobserved;
     bool vnni;         /* the target CPU has AVX-512 VNNI */
+    bool gpu;          /* a GPU pipeline: the joins stay f32 (qadd, qconcat
+                          and qglobalavgpool have no PTX kernels yet) */
 } Quant;
 
 /* A layer's name: its f32 weight's, less ".weight". */
@@ -253,8 +255,11 @@ static void quantize_layer(Quant *q, const DlcOp *op) {
  * where an operand is f32 (a layer kept f32 feeds it, which the user kept
  * f32 for its precision: quantizing its result only to add or copy it
  * would round it anyway), and for an add of more than two terms or with a
- * ReLU's gradient (training's, not in an inference network). */
+ * ReLU's gradient (training's, not in an inference network), and on a GPU
+ * pipeline, whose kernels of these are yet to come. */
 static bool quantize_join(Quant *q, const DlcOp *op) {
+    if (q->gpu)
+        return false;
     int ntensors = op->nin - op->nparams;
     DlcOpKind kind = op->kind == DLC_OP_ADD             ? DLC_OP_QADD
                      : op->kind == DLC_OP_CONCAT        ? DLC_OP_QCONCAT
@@ -350,7 +355,7 @@ static bool check_skips(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
 static void quantize_network(DlcCtx *ctx, DlcModule *m, int index, const DlcPassOptions *opt,
                              bool vnni) {
     DlcNetwork *old = m->networks[index];
-    Quant q = {.ctx = ctx, .m = m, .old = old, .vnni = vnni};
+    Quant q = {.ctx = ctx, .m = m, .old = old, .vnni = vnni, .gpu = opt->gpu};
     bool any = false;
     for (int i = 0; i < old->nops; i++)
         any |= quantizable(m, old->ops[i], opt);
@@ -385,14 +390,40 @@ static void quantize_network(DlcCtx *ctx, DlcModule *m, int index, const DlcPass
         dlc_network_add_output(m, old, q.observed[i]);
 }
 
+/* For a GPU pipeline (--target=cpu,cuda, --emit=ptx): whether every op
+ * of the int8 networks that reads or writes int8 has GPU kernels (its
+ * ops.def row's ptx column; codegen/nvptx refuses further an op whose
+ * kernel handles only floats); false after an error naming the first
+ * that has none. */
+static bool gpu_has_kernels(DlcCtx *ctx, const DlcModule *m) {
+    static const char *const refused[DLC_OP_COUNT] = {
+#define PTX(x) NULL
+#define PTX_NONE(why) why
+#define OP(id, name, arity, flags, schema, infer, grad, cpu, ptx) [DLC_OP_##id] = ptx,
+#include "../ir/ops.def"
+#undef OP
+#undef PTX_NONE
+#undef PTX
+    };
+    for (int n = 0; n < m->nnetworks; n++)
+        for (int i = 0; i < m->networks[n]->nops; i++) {
+            const DlcOp *op = m->networks[n]->ops[i];
+            bool int8 = false;
+            for (int k = 0; k < op->nin + op->nout; k++)
+                int8 |= (k < op->nin ? op->in[k] : op->out[k - op->nin])->type.dtype == DLC_I8;
+            if (int8 && refused[op->kind]) {
+                dlc_error(ctx, op->loc, "--quantize=int8: %s of int8 has no GPU kernel (%s); "
+                          "build it for the CPU alone (--target=cpu)",
+                          dlc_op_info(op->kind)->name, refused[op->kind]);
+                return false;
+            }
+        }
+    return true;
+}
+
 bool dlc_pass_quantize(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
     if (!opt || opt->quantize == DLC_QUANTIZE_NONE)
         return true;
-    if (opt->gpu) {
-        dlc_error(ctx, DLC_NOLOC, "--quantize=int8: int8 inference is the CPU's only for now "
-                  "(not with --target=cpu,cuda or --emit=ptx)");
-        return false;
-    }
     if (!check_skips(ctx, m, opt))
         return false;
     DlcTargetCpu t = opt->cpu;
@@ -406,5 +437,5 @@ bool dlc_pass_quantize(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
             !dlc_module_find_network(m, dlc_arena_printf(&m->arena, "%s.calib", name)))
             quantize_network(ctx, m, i, opt, t.vnni);
     }
-    return true;
+    return !opt->gpu || gpu_has_kernels(ctx, m);
 }

@@ -13,6 +13,7 @@
  *   emit_update.c       sgd_update, adam_update, param_grad, clip_norm, clip_scale
  *   emit_recurrent.c    rnn, rnn_relu, lstm, gru: their forms, their gradients
  *   emit_embedding.c    embedding and embedding_grad
+ *   emit_quant.c        int8 inference: quantize, dequantize, qconv2d, qdense
  *
  * Every kernel is made with kb.h; kernels.c dispatches to nv_emit_x. */
 #ifndef DLC_NVPTX_EMIT_H
@@ -107,6 +108,12 @@ typedef struct NvProduct {
 } NvProduct;
 void nv_product(NvKernels *nk, const DlcOp *op, const char *tag, const char *suffix,
                 const NvProduct *p);
+
+/* emit_quant.c: flatten and reshape of an int8 tensor (a byte copy), for
+ * emit_elementwise.c; and whether op's kernels handle its int8 operands or
+ * results (kernels.c refuses an op reading or writing int8 whose do not). */
+void nv_copy_s8(NvKernels *nk, const DlcOp *op, const char *tag);
+bool nv_int8_ready(const DlcOp *op);
 
 /* The ops' kernels, as ops.def names them: each appends op's kernels to
  * the module and their launches to nk (none for an op that moves nothing),

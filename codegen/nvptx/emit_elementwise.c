@@ -176,12 +176,19 @@ void nv_emit_dropout_grad(NvKernels *nk, const DlcOp *op, const char *tag) {
     elementwise(nk, op, tag, dropout_grad_of);
 }
 
+/* an int8 tensor's (int8 inference) are bytes: emit_quant.c copies them */
 void nv_emit_flatten(NvKernels *nk, const DlcOp *op, const char *tag) {
-    elementwise(nk, op, tag, copy_of);
+    if (op->in[0]->type.dtype == DLC_I8)
+        nv_copy_s8(nk, op, tag);
+    else
+        elementwise(nk, op, tag, copy_of);
 }
 
 void nv_emit_reshape(NvKernels *nk, const DlcOp *op, const char *tag) {
-    elementwise(nk, op, tag, copy_of);
+    if (op->in[0]->type.dtype == DLC_I8)
+        nv_copy_s8(nk, op, tag);
+    else
+        elementwise(nk, op, tag, copy_of);
 }
 
 /* (x) -> (y, mask): the mask from splitmix64 of seed + (i + 1) * golden,

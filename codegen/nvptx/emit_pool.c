@@ -1,5 +1,5 @@
-/* emit_pool.c — the GPU kernels of pooling: maxpool, avgpool and
- * globalavgpool, and their gradients maxpool_grad (from the input, whose
+/* emit_pool.c — the GPU kernels of pooling: maxpool (of f32, and of int8
+ * for int8 inference), avgpool and globalavgpool, and their gradients maxpool_grad (from the input, whose
  * window maxima it finds again: autodiff keeps no argmax for the GPU),
  * avgpool_grad and globalavgpool_grad.
  *
@@ -186,8 +186,40 @@ static void globalavgpool(NvKernels *nk, const DlcOp *op, const char *tag, bool 
     nv_end_map(&b);
 }
 
+/* int8 max pooling (int8 inference keeps its operand's scale): the
+ * largest byte of the clipped window, -128 for an empty one, as
+ * dlrt_maxpool_s8. */
+static void maxpool_s8(NvKernels *nk, const DlcOp *op, const char *tag) {
+    Build b;
+    int slots[2] = {0, NV_RESULT};
+    nv_start(&b, nk, op, tag, "", slots, 2, NULL, 0, MAP_THREADS);
+    Kb *kb = b.kb;
+    LLVMTypeRef i8 = LLVMInt8TypeInContext(kb->c);
+    Pool p = pool_of(op, &op->in[0]->type, &op->out[0]->type);
+    LLVMValueRef i = nv_begin_map(&b, nv_numel(op->out[0]), 0);
+    LLVMValueRef plane = kb_divi(kb, i, p.oh * p.ow), r = kb_remi(kb, i, p.oh * p.ow);
+    LLVMValueRef oy = kb_divi(kb, r, p.ow), ox = kb_remi(kb, r, p.ow);
+    LLVMValueRef base = kb_muli(kb, plane, p.h * p.w);
+    LLVMValueRef y0, y1, x0, x1, ys, xs;
+    window(kb, &p, oy, ox, &y0, &y1, &x0, &x1, &ys, &xs);
+    LLVMValueRef max = kb_var(kb, kb->i32, kb_int(kb, -128));
+    LLVMValueRef iy = kb_for(kb, y0, y1, kb_int(kb, 1));
+    LLVMValueRef ix = kb_for(kb, x0, x1, kb_int(kb, 1));
+    LLVMValueRef at = kb_add(kb, base, kb_add(kb, kb_muli(kb, kb_get(kb, iy), p.w), kb_get(kb, ix)));
+    LLVMValueRef v = LLVMBuildLoad2(kb->b, i8, LLVMBuildInBoundsGEP2(kb->b, i8, b.p[0], &at, 1, ""), "");
+    kb_set(kb, max, kb_max(kb, kb_get(kb, max), LLVMBuildSExt(kb->b, v, kb->i32, "")));
+    kb_endfor(kb);
+    kb_endfor(kb);
+    LLVMValueRef out = LLVMBuildInBoundsGEP2(kb->b, i8, b.p[1], &i, 1, "");
+    LLVMBuildStore(kb->b, LLVMBuildTrunc(kb->b, kb_get(kb, max), i8, ""), out);
+    nv_end_map(&b);
+}
+
 void nv_emit_maxpool(NvKernels *nk, const DlcOp *op, const char *tag) {
-    pool_forward(nk, op, tag, true);
+    if (op->in[0]->type.dtype == DLC_I8)
+        maxpool_s8(nk, op, tag);
+    else
+        pool_forward(nk, op, tag, true);
 }
 
 void nv_emit_avgpool(NvKernels *nk, const DlcOp *op, const char *tag) {

@@ -72,6 +72,20 @@ bool nv_op_kernels(NvKernels *nk, const DlcOp *op, const char *tag) {
                   "keeps no state from one call to the next", name);
         return false;
     }
+    bool int8 = false;
+    for (int i = 0; i < op->nin + op->nout; i++)
+        int8 |= (i < op->nin ? op->in[i] : op->out[i - op->nin])->type.dtype == DLC_I8;
+    if (int8 && emitters[op->kind].emit && !nv_int8_ready(op)) {
+        /* an op whose kernel reads and writes floats, given int8 (int8 inference) */
+        dlc_error(nk->ctx, op->loc, "nvptx: %s of int8 tensors has no GPU kernel yet "
+                  "(dlc --quantize=int8 for the CPU alone: --target=cpu)", name);
+        return false;
+    }
+    if (int8 && nk->sm < 61) {
+        dlc_error(nk->ctx, op->loc, "nvptx: int8 inference needs sm_61 or later (dp4a); "
+                  "--gpu-arch=sm_%d has no int8 dot product", nk->sm);
+        return false;
+    }
     const NvEmitter *e = &emitters[op->kind];
     if (!e->emit) {
         dlc_error(nk->ctx, op->loc, "nvptx: %s has no GPU kernel: %s", name, e->refused);

@@ -164,6 +164,7 @@ static bool gpu_init(Gpu *g, DlcCtx *ctx, const DlcModule *m, const DlcNetwork *
     g->nk.ctx = ctx;
     g->nk.multiprocessors = 132; /* an H100's; the split of weight gradients aims at it */
     g->nk.tf32 = opt->gpu_tf32;
+    g->nk.sm = atoi(opt->gpu_arch + 3);
     kb_init(&g->nk.kb, g->llvm, g->mod);
     bool ok = build_kernels(g);
     return ok && to_ptx(g, opt->gpu_arch);
@@ -490,7 +491,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        DlrtTensor first = %s_tensor(net->host, 0), last = %s_tensor(net->host, NTENSORS - 1);\n"
         "        int64_t count = 1;\n"
         "        for (int d = 0; d < last.rank; d++)\n            count *= last.dims[d];\n"
-        "        if ((float *)last.data + count - (float *)first.data > PARAM_FLOATS)\n"
+        "        int64_t size = last.dtype == DLRT_I8 || last.dtype == DLRT_U8 ? 1 : last.dtype == DLRT_F64 || last.dtype == DLRT_I64 ? 8 : 4;\n"
+        "        if ((int64_t)((char *)last.data + count * size - (char *)first.data) > (int64_t)sizeof(float) * PARAM_FLOATS) /* int8 weights: 1 byte each */\n"
         "            st = dlrt_fail(err, DLRT_E_ARG, \"internal error: the CPU and GPU code disagree on the parameters' layout\");\n"
         "    }\n",
         p, p, p, p);

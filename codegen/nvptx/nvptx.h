@@ -59,6 +59,7 @@ typedef struct NvKernels {
     int nlaunches, caplaunches;
     int multiprocessors;           /* the machine the grids are shaped for */
     bool tf32;                     /* products on the tensor cores, in TF32 (--gpu-math=tf32) */
+    int sm;                        /* the architecture, 80 for sm_80 (int8's dp4a needs 61) */
 } NvKernels;
 
 /* kernels.c: appends op's kernels to the module and their launches to nk

@@ -26,6 +26,13 @@
  *      Adam's moments, batch normalization's running statistics), rows
  *      "train_step.loss" and "c1.weight".
  *
+ * With --mode infer it runs the forward pass alone instead (an int8
+ * network's inference, whose training step is the f32 network's): one row
+ * "forward" for the outputs of the batch, and a line that counts the
+ * outputs that are the same bit for bit (all of them, for an int8 network
+ * whose last layer gives f32 scores: its integers and its f64 epilogue are
+ * the same on both devices).
+ *
  * Before step 1 it compares the tensors as created (or loaded): they must
  * be the same, and any that differ get a row "c1.weight.start", since
  * every later row would measure that difference too.
@@ -388,6 +395,38 @@ static bool compare_update(Check *c) {
     return true;
 }
 
+/* --mode infer: the forward pass of the batch, its outputs as a row and
+ * how many are the same bits on both devices. */
+static bool compare_forward(Check *c) {
+    int64_t steps = c->cpu->steps > 0 ? c->cpu->steps : 1, count = c->n * steps * c->cpu->classes;
+    float *a = malloc(sizeof *a * (size_t)count), *b = malloc(sizeof *b * (size_t)count);
+    bool ok = a && b;
+    if (!ok)
+        fail(c, "out of memory");
+    else if (c->cpu->forward(c->cpu_net, c->n, c->x, a, &c->err) != DLRT_OK ||
+             c->gpu->forward(c->gpu_net, c->n, c->x, b, &c->err) != DLRT_OK)
+        ok = fail(c, c->err.message);
+    if (ok) {
+        DlrtTensor ta = {.name = "forward", .dtype = DLRT_F32, .rank = 2,
+                         .dims = {c->n, steps * c->cpu->classes}, .data = a};
+        DlrtTensor tb = ta;
+        tb.data = b;
+        double abs_diff, error;
+        difference(&ta, &tb, 0, &abs_diff, &error);
+        char shape[128];
+        shape_text(shape, sizeof shape, &ta);
+        row(c, "forward", shape, abs_diff, error);
+        int64_t same = 0;
+        for (int64_t j = 0; j < count; j++)
+            same += memcmp(&a[j], &b[j], sizeof *a) == 0;
+        printf("  forward: %lld of %lld outputs the same bit for bit\n", (long long)same,
+               (long long)count);
+    }
+    free(a);
+    free(b);
+    return ok;
+}
+
 /* ---- the command: ./net check ------------------------------------------------ */
 
 int dlrt_check_command(const DlrtModel *m, const Options *o) {
@@ -403,7 +442,9 @@ int dlrt_check_command(const DlrtModel *m, const Options *o) {
         printf("check: %s vs %s, batch %s, lr %g, tolerance %g\n", dlrt_device_name(c.cpu),
                dlrt_device_name(c.gpu), c.source, o->lr, o->tolerance);
         printf("  %-28s %-16s %12s %10s\n", "tensor", "shape", "max abs diff", "rel error");
-        if (compare_start(&c) && compare_gradients(&c) && compare_update(&c)) {
+        bool infer = o->mode && strcmp(o->mode, "infer") == 0;
+        if (compare_start(&c) &&
+            (infer ? compare_forward(&c) : compare_gradients(&c) && compare_update(&c))) {
             bool ok = c.failed == 0;
             if (ok)
                 printf("check passed: %d comparisons within %g of the %s", c.compared, o->tolerance,

@@ -7,7 +7,7 @@
  *   ./lenet5 bench [--mode train|infer|step] [--batch N] [--iters N] [--warmup N] [--lr X] [--clip X]
  *                  [--data DIR] [--workers N]
  *   ./lenet5 gradcheck [--batch N] [--seed N] [--weights FILE] [--tolerance X]
- *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR]
+ *   ./lenet5 check [--batch N] [--seed N] [--weights FILE] [--tolerance X] [--data DIR] [--mode train|infer]
  *                  [--lr X] [--clip X]
  *   ./lenet5 info [--batch N] [--ranks K]
  *   mpirun -np K ./lenet5 train ... [--timeout S]   (distributed.c)
@@ -241,7 +241,7 @@ static const struct {
     {"--seed", TRAIN | BENCH | GRADCHECK | CHECK | SAMPLE},
     {"--save", TRAIN | CALIBRATE}, {"--resume", TRAIN}, {"--log", TRAIN},
     {"--weights", EVAL | PREDICT | GRADCHECK | CHECK | SAMPLE | CALIBRATE | INFO},
-    {"--mode", BENCH}, {"--samples", CALIBRATE}, {"--method", CALIBRATE},
+    {"--mode", BENCH | CHECK}, {"--samples", CALIBRATE}, {"--method", CALIBRATE},
     {"--iters", BENCH}, {"--warmup", BENCH}, {"--tolerance", GRADCHECK | CHECK},
     {"--prime", SAMPLE}, {"--length", SAMPLE}, {"--temperature", SAMPLE},
     {"--workers", TRAIN | EVAL | BENCH}, {"--timeout", TRAIN}, {"--ranks", INFO},
@@ -358,6 +358,9 @@ static int usage(const DlrtModel *m, FILE *out) {
             "  --weights FILE     start from these weights instead of fresh ones\n"
             "  --lr X, --clip X   the learning rate and gradient clipping of the training step\n"
             "  --tolerance X      the largest relative error that passes (%g)\n"
+            "  --mode MODE        train (the training step: gradients and update; the\n"
+            "                     default) or infer (the forward pass alone: the outputs,\n"
+            "                     and how many are the same bits on both devices)\n"
             "\n"
             "sample (a language model):\n"
             "  --weights FILE     a checkpoint of train (weights and vocabulary)\n"

@@ -37,6 +37,12 @@ int emu_ctaid_z(void) { return block[2]; }
 int emu_ntid_x(void) { return block_dim; }
 int emu_nctaid_x(void) { return grid_dim; }
 void emu_barrier(void) { pthread_barrier_wait(&sync_threads); }
+/* dp4a.s32.s32: c plus the four products of a's and b's signed bytes */
+int emu_dp4a(int a, int b, int c) {
+    for (int k = 0; k < 4; k++)
+        c += (signed char)(a >> 8 * k) * (signed char)(b >> 8 * k);
+    return c;
+}
 
 static void *worker(void *arg) {
     thread_index = (int)(long)arg;

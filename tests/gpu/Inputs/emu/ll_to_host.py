@@ -2,7 +2,8 @@
 DLC_NVPTX_DUMP_LL=IN.ll) made host code for emu_driver.c: the NVVM
 intrinsics become calls of the emulator's functions (thread and block
 indices, the barrier) or of libm's (ex2.approx and lg2.approx become exp2f
-and log2f, exact where the GPU's are approximate), and each kernel gets a
+and log2f, exact where the GPU's are approximate; int8's dp4a, inline PTX,
+becomes emu_dp4a), and each kernel gets a
 wrapper, emu_wrap_NAME(void **args), that takes cuLaunchKernel's argument
 array."""
 import re
@@ -18,6 +19,11 @@ INTRINSICS = {
     "@llvm.nvvm.barrier0": "@emu_barrier",
     "@llvm.nvvm.ex2.approx.f": "@exp2f",
     "@llvm.nvvm.lg2.approx.f": "@log2f",
+}
+# inline PTX (LLVM 16 has no dp4a intrinsic): the call's callee text, and
+# the emulator's function in its place
+ASM = {
+    'asm "dp4a.s32.s32 $0, $1, $2, $3;", "=r,r,r,r"': ("@emu_dp4a", "declare i32 @emu_dp4a(i32, i32, i32)"),
 }
 # a kernel parameter's type: global pointers arrive as CUdeviceptr values
 TYPES = {"ptr addrspace(1)": "p", "i32": "i32", "i64": "i64", "float": "float"}
@@ -48,6 +54,9 @@ def main():
     src = open(sys.argv[1]).read()
     for a, b in INTRINSICS.items():
         src = src.replace(a + "(", b + "(")
+    for a, (b, decl) in ASM.items():
+        if a in src:
+            src = src.replace(a, b) + "\n" + decl + "\n"
     src = re.sub(r"^target (datalayout|triple).*$", "", src, flags=re.M)
     kernels = re.findall(r"^define void @(\w+)\((.*)\) \{", src, flags=re.M)
     with open(sys.argv[2], "w") as out:
