@@ -99,7 +99,7 @@ held_out() {
         { head -c 4 "$data/t10k-images-idx3-ubyte"
           printf '%b' "$(printf '\\x%02x' $((n >> 24 & 255)) $((n >> 16 & 255)) \
               $((n >> 8 & 255)) $((n & 255)))"
-          tail -c +9 "$data/t10k-images-idx3-ubyte" | head -c $((12 + n * image_bytes))
+          head -c $((20 + n * image_bytes)) "$data/t10k-images-idx3-ubyte" | tail -c +9
         } >"$f.tmp"
         mv "$f.tmp" "$f"
     fi
@@ -185,13 +185,15 @@ for net in $nets; do
         # and the scores; the per-layer one: "  NAME  SQNR dB  IN  OUT"
         sed -n '/^  activation scale/,/^scores:/p' "$cal" | sed '1d;$d' >"$dir/act.$method"
         sed -n '/^  layer /,/^  activation scale/p' "$cal" | sed '1d;$d' >"$dir/weights.$method"
-        worst=$(sort -g -k3 "$dir/act.$method" | head -n 3 |
-            awk '{ printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $3 }')
-        worst_w=$(sort -g -k2 "$dir/weights.$method" | head -n 1 | awk '{ print $1, $2 }')
+        # (awk reads all that sort writes: a head that stops early would
+        # kill sort with SIGPIPE, and pipefail the script)
+        worst=$(sort -g -k3 "$dir/act.$method" |
+            awk 'NR <= 3 { printf "%s%s %s", (NR > 1 ? ", " : ""), $1, $3 }')
+        worst_w=$(sort -g -k2 "$dir/weights.$method" | awk 'NR == 1 { print $1, $2 }')
         int8_mib=$(sed -n 's/^int8 weights .*: \([0-9.]*\) KiB of tensors$/\1/p' \
             "$dir/info8.$method.log" | awk '{ printf "%.1f", $1 / 1024 }')
         nan=
-        cat "$dir/act.$method" "$dir/weights.$method" - <<<"$scores" | grep -qiw nan &&
+        cat "$dir/act.$method" "$dir/weights.$method" - <<<"$scores" | grep -iw nan >/dev/null &&
             nan=" (NaN in calibrate's output)"
         echo "| $net | $method | $cal_agree | $held_agree | $sqnr dB$nan | $worst | $worst_w |" \
              "$distinct of $nheld | $f32_mib / $int8_mib |" >>"$rows"
@@ -208,7 +210,7 @@ for net in $nets; do
 done
 minutes=$(awk -v s=$(($(date +%s) - start)) 'BEGIN { printf "%.1f", s / 60 }')
 
-cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+cpu=$(sed -n '/^model name/{s/^model name[[:space:]]*: //p;q}' /proc/cpuinfo)
 vnni=without
 grep -qw avx512_vnni /proc/cpuinfo && vnni=with
 {
