@@ -150,16 +150,123 @@ static void maxpool_2x2(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y
     }
 }
 
-/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2.  Others:
- * windows that reach past the plane (padding, ceil_mode) are clipped to it
- * (the edges, by the generic loop); the others, the interior, take a loop
- * without bounds checks, unrolled for the usual windows: 2x2 and 3x3 of
- * stride 2, 3x3 of stride 1 (GoogLeNet's inception branch). */
+/* Any window, in two passes that vectorize: each input row's maxima over
+ * the window's columns (the row padded with -128, the least int8, which a
+ * maximum ignores as the clipping does: windows that reach past the plane,
+ * padding and ceil_mode's, take the maximum of what they cover) into hm,
+ * then each output row's maximum over the rows its window covers.  The
+ * row and hm live in the caller's buffer of maxpool_separable_bytes. */
+static int64_t maxpool_separable_bytes(const DlrtPool *p) {
+    return (p->ow * p->sw + p->kw + 64) + p->h * p->ow;
+}
+
+static void maxpool_separable(const DlrtPool *p, const int8_t *xp, int8_t *yp, int8_t *buf) {
+    int64_t ow = p->ow, sw = p->sw, kw = p->kw, len = ow * sw + kw + 64;
+    int8_t *row = buf, *hm = buf + len;
+    memset(row, -128, (size_t)len);
+    for (int64_t iy = 0; iy < p->h; iy++) {
+        memcpy(row + p->pw, xp + iy * p->w, (size_t)p->w);
+        int8_t *h = hm + iy * ow;
+        /* column by column of the window, each a loop over the outputs */
+        if (sw == 1) {
+            memcpy(h, row, (size_t)ow);
+            for (int64_t kx = 1; kx < kw; kx++)
+                for (int64_t ox = 0; ox < ow; ox++)
+                    h[ox] = max_s8(h[ox], row[ox + kx]);
+        } else {
+            for (int64_t ox = 0; ox < ow; ox++)
+                h[ox] = row[ox * sw];
+            for (int64_t kx = 1; kx < kw; kx++)
+                for (int64_t ox = 0; ox < ow; ox++)
+                    h[ox] = max_s8(h[ox], row[ox * sw + kx]);
+        }
+    }
+    for (int64_t oy = 0; oy < p->oh; oy++) {
+        int64_t y0 = oy * p->sh - p->ph, y1 = y0 + p->kh;
+        y0 = y0 < 0 ? 0 : y0, y1 = y1 > p->h ? p->h : y1;
+        int8_t *out = yp + oy * ow;
+        memset(out, -128, (size_t)ow);
+        for (int64_t iy = y0; iy < y1; iy++) {
+            const int8_t *h = hm + iy * ow;
+            for (int64_t ox = 0; ox < ow; ox++)
+                out[ox] = max_s8(out[ox], h[ox]);
+        }
+    }
+}
+
+/* The same two passes over the whole padded plane as one array (a pass's
+ * maxima that straddle two rows are never read), at every row and column,
+ * then the outputs picked out at the stride: long loops instead of a short
+ * one per row, which small planes (GoogLeNet's) spent their time in.  The
+ * plane is padded with -128 as far as the last window reaches (ceil_mode). */
+static void plane_extent(const DlrtPool *p, int64_t *hp, int64_t *wp) {
+    int64_t a = p->ph + p->h, b = (p->oh - 1) * p->sh + p->kh;
+    int64_t c = p->pw + p->w, d = (p->ow - 1) * p->sw + p->kw;
+    *hp = a > b ? a : b, *wp = c > d ? c : d;
+}
+
+static int64_t maxpool_plane_bytes(const DlrtPool *p) {
+    int64_t hp, wp;
+    plane_extent(p, &hp, &wp);
+    return 2 * (hp * wp + 64);
+}
+
+static void maxpool_plane(const DlrtPool *p, const int8_t *xp, int8_t *yp, int8_t *buf) {
+    int64_t hp, wp;
+    plane_extent(p, &hp, &wp);
+    int64_t n = hp * wp;
+    int8_t *pad = buf, *hm = buf + n + 64;
+    memset(pad, -128, (size_t)(n + 64));
+    for (int64_t iy = 0; iy < p->h; iy++)
+        memcpy(pad + (iy + p->ph) * wp + p->pw, xp + iy * p->w, (size_t)p->w);
+    int64_t nh = n - p->kw + 1; /* the maxima over the window's columns */
+    memcpy(hm, pad, (size_t)nh);
+    for (int64_t kx = 1; kx < p->kw; kx++)
+        for (int64_t i = 0; i < nh; i++)
+            hm[i] = max_s8(hm[i], pad[i + kx]);
+    /* then over its rows, into pad, as far as the last output */
+    int64_t nv = (p->oh - 1) * p->sh * wp + (p->ow - 1) * p->sw + 1;
+    memcpy(pad, hm, (size_t)nv);
+    for (int64_t ky = 1; ky < p->kh; ky++)
+        for (int64_t i = 0; i < nv; i++)
+            pad[i] = max_s8(pad[i], hm[i + ky * wp]);
+    for (int64_t oy = 0; oy < p->oh; oy++) {
+        const int8_t *v = pad + oy * p->sh * wp;
+        int8_t *out = yp + oy * p->ow;
+        if (p->sw == 1)
+            memcpy(out, v, (size_t)p->ow);
+        else
+            for (int64_t ox = 0; ox < p->ow; ox++)
+                out[ox] = v[ox * p->sw];
+    }
+}
+
+/* The separable passes' buffer, on the stack up to this size. */
+#define MAXPOOL_SEPARABLE_BUF 32768
+
+/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2; others the
+ * passes over the whole plane where it fits on the stack (every zoo
+ * network's), or row by row where a row does, else the loops below: windows that reach past the plane
+ * (padding, ceil_mode) are clipped to it (the edges, by the generic loop);
+ * the others, the interior, take a loop without bounds checks, unrolled
+ * for the usual windows. */
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
     const DlrtPool *p = pool;
     if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
         p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_2X2_BUF) {
         maxpool_2x2(p, n, x, y);
+        return;
+    }
+    if (maxpool_plane_bytes(p) <= MAXPOOL_SEPARABLE_BUF) {
+        int8_t buf[MAXPOOL_SEPARABLE_BUF];
+        for (int64_t plane = 0; plane < n * p->c; plane++)
+            maxpool_plane(p, x + plane * p->h * p->w, y + plane * p->oh * p->ow, buf);
+        return;
+    }
+    if (maxpool_separable_bytes(p) <= MAXPOOL_SEPARABLE_BUF) {
+        int8_t buf[MAXPOOL_SEPARABLE_BUF];
+        for (int64_t plane = 0; plane < n * p->c; plane++)
+            maxpool_separable(p, x + plane * p->h * p->w, y + plane * p->oh * p->ow, buf);
         return;
     }
     int64_t oy0, oy1, ox0, ox1, w = p->w, sw = p->sw;

@@ -460,6 +460,12 @@ int main(void) {
     test_maxpool_geometry(3, 9, 9, 3, 1, 1, false);   /* the inception branch */
     test_maxpool_geometry(2, 10, 12, 4, 3, 1, false);
     test_maxpool_geometry(2, 3, 3, 5, 1, 2, false);   /* a window wider than the plane */
+    /* a plane too large for the whole-plane passes, not for the rows' */
+    test_maxpool_geometry(2, 150, 150, 3, 2, 1, false);
+    test_maxpool_geometry(1, 140, 141, 2, 1, 0, true);
+    /* planes too large for either pass's buffer: the loops */
+    test_maxpool_geometry(1, 300, 300, 3, 2, 1, true);
+    test_maxpool_geometry(1, 260, 250, 3, 1, 1, false);
     test_quantize_long();
     test_qadd();
     test_requantize_rows();
