@@ -518,7 +518,7 @@ bool dlc_infer_qadd(DlcInfer *inf) {
 /* The role of a concatenation's operand i's scale: scale_1, scale_2, ...
  * (made on first use and kept, as recurrent_role's names are). */
 static const char *operand_scale_role(int i) {
-    static char roles[DLC_MAX_PARAMS_PER_OP - 1][16];
+    static char roles[DLC_MAX_PARAMS_PER_OP - 1][24];
     if (!roles[i][0])
         snprintf(roles[i], sizeof roles[i], "scale_%d", i + 1);
     return roles[i];
