@@ -45,18 +45,6 @@ static void store_s8(Kb *kb, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v) {
     LLVMSetAlignment(LLVMBuildStore(kb->b, v, at), 1);
 }
 
-/* A call of the intrinsic `name` (declared at its first use). */
-static LLVMValueRef intrinsic(Kb *kb, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
-    LLVMTypeRef types[4];
-    for (int i = 0; i < n; i++)
-        types[i] = LLVMTypeOf(args[i]);
-    LLVMTypeRef type = LLVMFunctionType(ret, types, (unsigned)n, 0);
-    LLVMValueRef f = LLVMGetNamedFunction(kb->m, name);
-    if (!f)
-        f = LLVMAddFunction(kb->m, name, type);
-    return LLVMBuildCall2(kb->b, type, f, args, (unsigned)n, "");
-}
-
 /* acc + the sum of the four products of a's and b's signed bytes. */
 static LLVMValueRef dp4a(Kb *kb, LLVMValueRef a, LLVMValueRef b, LLVMValueRef acc) {
     LLVMTypeRef types[3] = {kb->i32, kb->i32, kb->i32};
@@ -84,7 +72,7 @@ void nv_emit_quantize(NvKernels *nk, const DlcOp *op, const char *tag) {
     const DlcValue *y = op->out[0];
     LLVMValueRef i = nv_begin_map(&b, nv_per_n(y), nv_fixed(y));
     LLVMValueRef q = kb_fdiv(kb, kb_load(kb, b.p[0], i), kb_load(kb, b.p[1], kb_int(kb, 0)));
-    LLVMValueRef t = intrinsic(kb, "llvm.rint.f32", kb->f32, &q, 1);
+    LLVMValueRef t = kb_call(kb, "llvm.rint.f32", kb->f32, &q, 1);
     LLVMValueRef hi = kb_float(kb, 127), lo = kb_float(kb, -128);
     t = kb_select(kb, LLVMBuildFCmp(kb->b, LLVMRealOGE, t, hi, ""), hi,
                   kb_select(kb, LLVMBuildFCmp(kb->b, LLVMRealOLE, t, lo, ""), lo, t));
@@ -166,7 +154,7 @@ static void requant_kernel(NvKernels *nk, const DlcOp *op, const char *tag, cons
     LLVMValueRef acc_scale = LLVMBuildFMul(B, sx, sw, "");
     /* the bias in units of the sums, rounded half to even, within +-2^30 */
     LLVMValueRef r = LLVMBuildFDiv(B, bias, acc_scale, "");
-    r = intrinsic(kb, "llvm.rint.f64", f64, &r, 1);
+    r = kb_call(kb, "llvm.rint.f64", f64, &r, 1);
     LLVMValueRef lim = LLVMConstReal(f64, 1 << 30), nlim = LLVMConstReal(f64, -(1 << 30));
     r = kb_select(kb, LLVMBuildFCmp(B, LLVMRealOGT, r, lim, ""), lim,
                   kb_select(kb, LLVMBuildFCmp(B, LLVMRealOLT, r, nlim, ""), nlim, r));
@@ -182,7 +170,7 @@ static void requant_kernel(NvKernels *nk, const DlcOp *op, const char *tag, cons
                                          i64c(kb, INT64_C(1022) << 52), "");
     LLVMValueRef mant = LLVMBuildBitCast(B, mant_bits, f64, ""); /* 0.5 <= mant < 1 */
     LLVMValueRef scaled = LLVMBuildFMul(B, mant, LLVMConstReal(f64, 2147483648.0), "");
-    LLVMValueRef mi = LLVMBuildFPToSI(B, intrinsic(kb, "llvm.rint.f64", f64, &scaled, 1), kb->i64, "");
+    LLVMValueRef mi = LLVMBuildFPToSI(B, kb_call(kb, "llvm.rint.f64", f64, &scaled, 1), kb->i64, "");
     LLVMValueRef up = LLVMBuildICmp(B, LLVMIntEQ, mi, i64c(kb, INT64_C(1) << 31), ""); /* rounded up to 1.0 */
     mi = kb_select(kb, up, i64c(kb, INT64_C(1) << 30), mi);
     e = kb_select(kb, up, kb_addi(kb, e, 1), e);

@@ -86,7 +86,7 @@ LLVMValueRef kb_float(Kb *kb, double v) { return LLVMConstReal(kb->f32, v); }
 
 /* ---- intrinsics ------------------------------------------------------------- */
 
-static LLVMValueRef call(Kb *kb, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
+LLVMValueRef kb_call(Kb *kb, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n) {
     LLVMTypeRef types[12];
     for (int i = 0; i < n; i++)
         types[i] = LLVMTypeOf(args[i]);
@@ -100,14 +100,14 @@ static LLVMValueRef call(Kb *kb, const char *name, LLVMTypeRef ret, LLVMValueRef
 static LLVMValueRef sreg(Kb *kb, const char *reg, char axis) {
     char name[64];
     snprintf(name, sizeof name, "llvm.nvvm.read.ptx.sreg.%s.%c", reg, axis);
-    return call(kb, name, kb->i32, NULL, 0);
+    return kb_call(kb, name, kb->i32, NULL, 0);
 }
 
 LLVMValueRef kb_tid(Kb *kb) { return sreg(kb, "tid", 'x'); }
 LLVMValueRef kb_ctaid(Kb *kb, char axis) { return sreg(kb, "ctaid", axis); }
 LLVMValueRef kb_ntid(Kb *kb) { return sreg(kb, "ntid", 'x'); }
 LLVMValueRef kb_nctaid(Kb *kb, char axis) { return sreg(kb, "nctaid", axis); }
-void kb_barrier(Kb *kb) { call(kb, "llvm.nvvm.barrier0", kb->vd, NULL, 0); }
+void kb_barrier(Kb *kb) { kb_call(kb, "llvm.nvvm.barrier0", kb->vd, NULL, 0); }
 
 /* ---- variables -------------------------------------------------------------- */
 
@@ -171,14 +171,14 @@ LLVMValueRef kb_fdiv(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildF
 LLVMValueRef kb_fneg(Kb *kb, LLVMValueRef a) { return LLVMBuildFNeg(kb->b, a, ""); }
 LLVMValueRef kb_fma(Kb *kb, LLVMValueRef a, LLVMValueRef b, LLVMValueRef c) {
     LLVMValueRef args[3] = {a, b, c};
-    return call(kb, "llvm.fma.f32", kb->f32, args, 3);
+    return kb_call(kb, "llvm.fma.f32", kb->f32, args, 3);
 }
 LLVMValueRef kb_fgt(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(kb->b, LLVMRealOGT, a, b, ""); }
 
 /* ---- tensor cores (sm_80 and later) ---------------------------------------------- */
 
 LLVMValueRef kb_tf32(Kb *kb, LLVMValueRef a) {
-    LLVMValueRef bits = call(kb, "llvm.nvvm.f2tf32.rna", kb->i32, &a, 1);
+    LLVMValueRef bits = kb_call(kb, "llvm.nvvm.f2tf32.rna", kb->i32, &a, 1);
     return LLVMBuildBitCast(kb->b, bits, kb->f32, "");
 }
 
@@ -192,7 +192,7 @@ void kb_mma_tf32(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMV
         args[6 + i] = acc[i];
     LLVMTypeRef four[4] = {kb->f32, kb->f32, kb->f32, kb->f32};
     LLVMTypeRef ret = LLVMStructTypeInContext(kb->c, four, 4, 0);
-    LLVMValueRef d = call(kb, "llvm.nvvm.mma.m16n8k8.row.col.tf32", ret, args, 10);
+    LLVMValueRef d = kb_call(kb, "llvm.nvvm.mma.m16n8k8.row.col.tf32", ret, args, 10);
     for (int i = 0; i < 4; i++)
         acc[i] = LLVMBuildExtractValue(kb->b, d, (unsigned)i, "");
 }
@@ -200,20 +200,20 @@ LLVMValueRef kb_flt(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFC
 LLVMValueRef kb_isnan(Kb *kb, LLVMValueRef a) { return LLVMBuildFCmp(kb->b, LLVMRealUNO, a, a, ""); }
 LLVMValueRef kb_fmax(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return kb_select(kb, kb_fgt(kb, a, b), a, b); }
 LLVMValueRef kb_sqrt(Kb *kb, LLVMValueRef a) {
-    return call(kb, "llvm.sqrt.f32", kb->f32, &a, 1);
+    return kb_call(kb, "llvm.sqrt.f32", kb->f32, &a, 1);
 }
 LLVMValueRef kb_exp(Kb *kb, LLVMValueRef a) {
     LLVMValueRef x = kb_fmul(kb, a, kb_float(kb, 1.4426950408889634));
-    return call(kb, "llvm.nvvm.ex2.approx.f", kb->f32, &x, 1);
+    return kb_call(kb, "llvm.nvvm.ex2.approx.f", kb->f32, &x, 1);
 }
 LLVMValueRef kb_log(Kb *kb, LLVMValueRef a) {
-    LLVMValueRef l2 = call(kb, "llvm.nvvm.lg2.approx.f", kb->f32, &a, 1);
+    LLVMValueRef l2 = kb_call(kb, "llvm.nvvm.lg2.approx.f", kb->f32, &a, 1);
     return kb_fmul(kb, l2, kb_float(kb, 0.6931471805599453));
 }
 LLVMValueRef kb_pow(Kb *kb, LLVMValueRef a, double b) {
-    LLVMValueRef l2 = call(kb, "llvm.nvvm.lg2.approx.f", kb->f32, &a, 1);
+    LLVMValueRef l2 = kb_call(kb, "llvm.nvvm.lg2.approx.f", kb->f32, &a, 1);
     LLVMValueRef x = kb_fmul(kb, l2, kb_float(kb, b));
-    return call(kb, "llvm.nvvm.ex2.approx.f", kb->f32, &x, 1);
+    return kb_call(kb, "llvm.nvvm.ex2.approx.f", kb->f32, &x, 1);
 }
 LLVMValueRef kb_itof(Kb *kb, LLVMValueRef a) { return LLVMBuildSIToFP(kb->b, a, kb->f32, ""); }
 

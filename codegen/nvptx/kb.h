@@ -58,6 +58,8 @@ LLVMValueRef kb_param(Kb *kb, int i);
 /* Constants. */
 LLVMValueRef kb_int(Kb *kb, int64_t v);   /* i32 */
 LLVMValueRef kb_float(Kb *kb, double v);  /* f32 */
+/* A call of the intrinsic `name` on n arguments (declared at its first use). */
+LLVMValueRef kb_call(Kb *kb, const char *name, LLVMTypeRef ret, LLVMValueRef *args, int n);
 
 /* Thread geometry (i32): threadIdx.x, blockIdx.{x,y,z}, blockDim.x, gridDim.x. */
 LLVMValueRef kb_tid(Kb *kb);
