@@ -15,6 +15,15 @@
 #include <string.h>
 
 #include "dlrt.h"
+#include "parallel.h"
+
+/* The workers of an elementwise loop over `count` elements: kernels.c's
+ * rule (dlrt_workers), and each worker takes one contiguous share. */
+static int elementwise_workers(int64_t count) { return dlrt_workers(1 << 30, count, count); }
+
+static void share(int64_t count, int64_t k, int t, int64_t *lo, int64_t *hi) {
+    *lo = count * k / t, *hi = count * (k + 1) / t;
+}
 
 /* ---- quantize, dequantize ----------------------------------------------- */
 
@@ -29,13 +38,22 @@ static int8_t quantize_one(double t) {
  * max, which leave NaN where it is (the comparisons are false), then NaN
  * (t != t) to 0; rintf rounds half to even in the default rounding mode.
  * The same integers as quantize_one of the same rintf. */
-void dlrt_quantize_s8(int64_t count, const float *x, float scale, int8_t *q) {
-    for (int64_t i = 0; i < count; i++) {
+static void quantize_range(int64_t lo, int64_t hi, const float *x, float scale, int8_t *q) {
+    for (int64_t i = lo; i < hi; i++) {
         float t = rintf(x[i] / scale);
         t = t > 127.0f ? 127.0f : t;
         t = t < -128.0f ? -128.0f : t;
         q[i] = (int8_t)(int32_t)(t == t ? t : 0.0f);
     }
+}
+
+void dlrt_quantize_s8(int64_t count, const float *x, float scale, int8_t *q) {
+    int t = elementwise_workers(count);
+    PARALLEL_FOR(t, for (int64_t k = 0; k < t; k++) {
+        int64_t lo, hi;
+        share(count, k, t, &lo, &hi);
+        quantize_range(lo, hi, x, scale, q);
+    });
 }
 
 void dlrt_quantize_s8_f64(int64_t count, const double *x, double scale, int8_t *q) {
@@ -130,23 +148,19 @@ static void inside(int64_t out, int64_t k, int64_t s, int64_t pad, int64_t size,
  * neighbours in v, whose pair j is output j of the rows done (w = 2 ow).
  * At most MAXPOOL_2X2_BUF bytes of v at a time. */
 #define MAXPOOL_2X2_BUF 4096
-static void maxpool_2x2(const DlrtPool *p, int64_t n, const int8_t *x, int8_t *y) {
+static void maxpool_2x2(const DlrtPool *p, const int8_t *xp, int8_t *yp) {
     int8_t v[MAXPOOL_2X2_BUF];
     int64_t w = p->w, ow = p->ow, band = MAXPOOL_2X2_BUF / w;
-    for (int64_t plane = 0; plane < n * p->c; plane++) {
-        const int8_t *xp = x + plane * p->h * w;
-        int8_t *yp = y + plane * p->oh * ow;
-        for (int64_t oy0 = 0; oy0 < p->oh; oy0 += band) {
-            int64_t rows = p->oh - oy0 < band ? p->oh - oy0 : band;
-            for (int64_t r = 0; r < rows; r++) {
-                const int8_t *a = xp + 2 * (oy0 + r) * w, *b = a + w;
-                for (int64_t i = 0; i < w; i++)
-                    v[r * w + i] = max_s8(a[i], b[i]);
-            }
-            int8_t *yr = yp + oy0 * ow;
-            for (int64_t j = 0; j < rows * ow; j++)
-                yr[j] = max_s8(v[2 * j], v[2 * j + 1]);
+    for (int64_t oy0 = 0; oy0 < p->oh; oy0 += band) {
+        int64_t rows = p->oh - oy0 < band ? p->oh - oy0 : band;
+        for (int64_t r = 0; r < rows; r++) {
+            const int8_t *a = xp + 2 * (oy0 + r) * w, *b = a + w;
+            for (int64_t i = 0; i < w; i++)
+                v[r * w + i] = max_s8(a[i], b[i]);
         }
+        int8_t *yr = yp + oy0 * ow;
+        for (int64_t j = 0; j < rows * ow; j++)
+            yr[j] = max_s8(v[2 * j], v[2 * j + 1]);
     }
 }
 
@@ -244,56 +258,65 @@ static void maxpool_plane(const DlrtPool *p, const int8_t *xp, int8_t *yp, int8_
 /* The separable passes' buffer, on the stack up to this size. */
 #define MAXPOOL_SEPARABLE_BUF 32768
 
-/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2; others the
- * passes over the whole plane where it fits on the stack (every zoo
- * network's), or row by row where a row does, else the loops below: windows that reach past the plane
- * (padding, ceil_mode) are clipped to it (the edges, by the generic loop);
- * the others, the interior, take a loop without bounds checks, unrolled
- * for the usual windows. */
-void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
-    const DlrtPool *p = pool;
-    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
-        p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_2X2_BUF) {
-        maxpool_2x2(p, n, x, y);
-        return;
-    }
-    if (maxpool_plane_bytes(p) <= MAXPOOL_SEPARABLE_BUF) {
-        int8_t buf[MAXPOOL_SEPARABLE_BUF];
-        for (int64_t plane = 0; plane < n * p->c; plane++)
-            maxpool_plane(p, x + plane * p->h * p->w, y + plane * p->oh * p->ow, buf);
-        return;
-    }
-    if (maxpool_separable_bytes(p) <= MAXPOOL_SEPARABLE_BUF) {
-        int8_t buf[MAXPOOL_SEPARABLE_BUF];
-        for (int64_t plane = 0; plane < n * p->c; plane++)
-            maxpool_separable(p, x + plane * p->h * p->w, y + plane * p->oh * p->ow, buf);
-        return;
-    }
+/* A plane's windows by loops: those that reach past the plane (padding,
+ * ceil_mode) clipped to it (the edges, by the generic loop); the others,
+ * the interior, by a loop without bounds checks, unrolled for the usual
+ * windows. */
+static void maxpool_loops(const DlrtPool *p, const int8_t *xp, int8_t *yp) {
     int64_t oy0, oy1, ox0, ox1, w = p->w, sw = p->sw;
     inside(p->oh, p->kh, p->sh, p->ph, p->h, &oy0, &oy1);
     inside(p->ow, p->kw, p->sw, p->pw, p->w, &ox0, &ox1);
-    for (int64_t plane = 0; plane < n * p->c; plane++) {
-        const int8_t *xp = x + plane * p->h * p->w;
-        int8_t *yp = y + plane * p->oh * p->ow;
-        for (int64_t oy = 0; oy < p->oh; oy++) {
-            if (oy < oy0 || oy >= oy1) {
-                maxpool_clipped(p, xp, yp, oy, 0, p->ow);
-                continue;
-            }
-            maxpool_clipped(p, xp, yp, oy, 0, ox0);
-            const int8_t *row = xp + (oy * p->sh - p->ph) * w - p->pw;
-            int8_t *yrow = yp + oy * p->ow;
-            if (p->kh == 2 && p->kw == 2 && sw == 2)
-                MAXPOOL_ROW(2, 2, 2)
-            else if (p->kh == 3 && p->kw == 3 && sw == 2)
-                MAXPOOL_ROW(3, 3, 2)
-            else if (p->kh == 3 && p->kw == 3 && sw == 1)
-                MAXPOOL_ROW(3, 3, 1)
-            else
-                MAXPOOL_ROW(p->kh, p->kw, sw)
-            maxpool_clipped(p, xp, yp, oy, ox1, p->ow);
+    for (int64_t oy = 0; oy < p->oh; oy++) {
+        if (oy < oy0 || oy >= oy1) {
+            maxpool_clipped(p, xp, yp, oy, 0, p->ow);
+            continue;
         }
+        maxpool_clipped(p, xp, yp, oy, 0, ox0);
+        const int8_t *row = xp + (oy * p->sh - p->ph) * w - p->pw;
+        int8_t *yrow = yp + oy * p->ow;
+        if (p->kh == 2 && p->kw == 2 && sw == 2)
+            MAXPOOL_ROW(2, 2, 2)
+        else if (p->kh == 3 && p->kw == 3 && sw == 2)
+            MAXPOOL_ROW(3, 3, 2)
+        else if (p->kh == 3 && p->kw == 3 && sw == 1)
+            MAXPOOL_ROW(3, 3, 1)
+        else
+            MAXPOOL_ROW(p->kh, p->kw, sw)
+        maxpool_clipped(p, xp, yp, oy, ox1, p->ow);
     }
+}
+
+/* How a plane is pooled. */
+typedef enum { POOL_2X2, POOL_PLANE, POOL_SEPARABLE, POOL_LOOPS } PoolWay;
+
+static void maxpool_one(const DlrtPool *p, PoolWay way, const int8_t *xp, int8_t *yp) {
+    int8_t buf[MAXPOOL_SEPARABLE_BUF];
+    switch (way) {
+    case POOL_2X2: maxpool_2x2(p, xp, yp); break;
+    case POOL_PLANE: maxpool_plane(p, xp, yp, buf); break;
+    case POOL_SEPARABLE: maxpool_separable(p, xp, yp, buf); break;
+    case POOL_LOOPS: maxpool_loops(p, xp, yp); break;
+    }
+}
+
+/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2; others the
+ * passes over the whole plane where it fits on the stack (every zoo
+ * network's), or row by row where a row does, else maxpool_loops.  The
+ * planes are shared among the workers. */
+void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
+    const DlrtPool *p = pool;
+    PoolWay way = POOL_LOOPS;
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
+        p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_2X2_BUF)
+        way = POOL_2X2;
+    else if (maxpool_plane_bytes(p) <= MAXPOOL_SEPARABLE_BUF)
+        way = POOL_PLANE;
+    else if (maxpool_separable_bytes(p) <= MAXPOOL_SEPARABLE_BUF)
+        way = POOL_SEPARABLE;
+    int64_t planes = n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
+    int t = dlrt_workers(1 << 30, planes, planes * (hw + ohw * p->kh * p->kw));
+    PARALLEL_FOR(t, for (int64_t i = 0; i < planes; i++)
+                        maxpool_one(p, way, x + i * hw, y + i * ohw););
 }
 
 /* ---- requantization ------------------------------------------------------ */
@@ -359,13 +382,54 @@ void dlrt_qadd_init(double scale_a, double scale_b, double scale_y, DlrtQAdd *r)
     r->shift = shift;
 }
 
-/* |a mult_a + b mult_b| < 2^8 2^31 2: no overflow in int64 */
+/* |a mult_a + b mult_b| <= 2 2^7 2^31 = 2^39: no overflow in int64, and
+ * exact in a double, whose 53 bits also hold it scaled by 2^-shift (a
+ * power of two; shift <= 62 keeps it a normal number); rint of that, in
+ * the default rounding mode, is round_shift's half to even.  So the loop
+ * runs in doubles, which vectorize where 64-bit integer products do not,
+ * with the same integers. */
+static void qadd_range(int64_t lo, int64_t hi, const int8_t *a, const int8_t *b,
+                       const DlrtQAdd *r, double least, int8_t *y) {
+    double ma = r->mult_a, mb = r->mult_b, scale = ldexp(1.0, -r->shift);
+    for (int64_t i = lo; i < hi; i++) {
+        double v = rint(((double)a[i] * ma + (double)b[i] * mb) * scale);
+        v = v < least ? least : v;
+        v = v > 127.0 ? 127.0 : v;
+        y[i] = (int8_t)(int32_t)v;
+    }
+}
+
 void dlrt_qadd_s8(int64_t count, const int8_t *a, const int8_t *b, const DlrtQAdd *r, bool relu,
                   int8_t *y) {
-    int64_t ma = r->mult_a, mb = r->mult_b, lo = relu ? 0 : -128;
+    int t = elementwise_workers(count);
+    PARALLEL_FOR(t, for (int64_t k = 0; k < t; k++) {
+        int64_t lo, hi;
+        share(count, k, t, &lo, &hi);
+        qadd_range(lo, hi, a, b, r, relu ? 0.0 : -128.0, y);
+    });
+}
+
+/* Row i of the concatenation's copy.  Where (|x| + |bias|) mult < 2^53
+ * (a concatenation's bias is 0: 2^7 2^31), the product is exact in a
+ * double, and so the loop runs in doubles as qadd_range does. */
+static void requantize_row(int64_t len, const int8_t *xr, const DlrtRequant *r, bool copy,
+                           bool exact, int8_t *yr) {
+    int64_t mult = r->mult, bias = r->bias;
     int shift = r->shift;
-    for (int64_t i = 0; i < count; i++)
-        y[i] = clamp_s8(round_shift(a[i] * ma + b[i] * mb, shift), lo);
+    if (copy) {
+        memcpy(yr, xr, (size_t)len);
+    } else if (exact) {
+        double m = (double)mult, b = (double)bias, scale = ldexp(1.0, -shift);
+        for (int64_t j = 0; j < len; j++) {
+            double v = rint(((double)xr[j] + b) * m * scale);
+            v = v < -128.0 ? -128.0 : v;
+            v = v > 127.0 ? 127.0 : v;
+            yr[j] = (int8_t)(int32_t)v;
+        }
+    } else {
+        for (int64_t j = 0; j < len; j++)
+            yr[j] = clamp_s8(round_shift((xr[j] + bias) * mult, shift), -128);
+    }
 }
 
 void dlrt_requantize_rows_s8(int64_t rows, int64_t len, const int8_t *x, const DlrtRequant *r,
@@ -374,15 +438,10 @@ void dlrt_requantize_rows_s8(int64_t rows, int64_t len, const int8_t *x, const D
     int shift = r->shift;
     /* a multiplier of exactly 1 (2^30 / 2^30, as two equal scales give) is a copy */
     bool copy = bias == 0 && shift <= 62 && mult == ((int64_t)1 << shift);
-    for (int64_t i = 0; i < rows; i++) {
-        const int8_t *xr = x + i * len;
-        int8_t *yr = y + i * ld_y;
-        if (copy)
-            memcpy(yr, xr, (size_t)len);
-        else
-            for (int64_t j = 0; j < len; j++)
-                yr[j] = clamp_s8(round_shift((xr[j] + bias) * mult, shift), -128);
-    }
+    bool exact = (128.0 + fabs((double)bias)) * (double)mult < 0x1p53;
+    int t = dlrt_workers(1 << 30, rows, rows * len);
+    PARALLEL_FOR(t, for (int64_t i = 0; i < rows; i++)
+                        requantize_row(len, x + i * len, r, copy, exact, y + i * ld_y););
 }
 
 void dlrt_qglobalavgpool_s8(int64_t planes, int64_t hw, const int8_t *x, const DlrtRequant *r,

@@ -48,52 +48,11 @@
 
 #include "dlrt.h"
 
-/* ---- threads: OpenMP when the build has it ------------------------------- */
+#include "parallel.h"
 
 #ifdef _OPENMP
-#include <omp.h>
-#define PRAGMA(x) _Pragma(#x)
-/* PARALLEL_FOR(t, loop): the for statement `loop` split in equal static
- * chunks over t workers: a given t always gives each worker the same
- * iterations, hence the same bits.  With one worker the loop runs inline,
- * outside any OpenMP construct: libgomp makes and frees a team even for a
- * region whose `if` clause is false, which costs more than the small
- * kernels of a batch-1 inference take. */
-#define PARALLEL_FOR(t, ...)                                                                    \
-    do {                                                                                         \
-        int parallel_for_t = (t);                                                                \
-        if (parallel_for_t > 1) {                                                                \
-            PRAGMA(omp parallel for num_threads(parallel_for_t) schedule(static))                \
-            __VA_ARGS__                                                                          \
-        } else {                                                                                 \
-            __VA_ARGS__                                                                          \
-        }                                                                                        \
-    } while (0)
-/* PARALLEL(t, block): the block run by t workers at once, each telling
- * itself apart by worker(), with BARRIER() between its phases; with one
- * worker, inline (as PARALLEL_FOR). */
-#define PARALLEL(t, ...)                                                                        \
-    do {                                                                                         \
-        int parallel_t = (t);                                                                    \
-        if (parallel_t > 1) {                                                                    \
-            PRAGMA(omp parallel num_threads(parallel_t))                                         \
-            __VA_ARGS__                                                                          \
-        } else {                                                                                 \
-            __VA_ARGS__                                                                          \
-        }                                                                                        \
-    } while (0)
-#define BARRIER() PRAGMA(omp barrier)
-static int worker(void) { return omp_get_thread_num(); }
 int dlrt_threads(void) { return omp_get_max_threads(); }
 #else
-#define PARALLEL_FOR(t, ...)                                                                    \
-    do {                                                                                         \
-        (void)(t); /* one thread: t is 1 */                                                      \
-        __VA_ARGS__                                                                              \
-    } while (0)
-#define PARALLEL(t, ...) PARALLEL_FOR(t, __VA_ARGS__)
-#define BARRIER() ((void)0)
-static int worker(void) { return 0; }
 int dlrt_threads(void) { return 1; }
 #endif
 

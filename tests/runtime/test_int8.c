@@ -287,12 +287,11 @@ static void test_maxpool_geometry(int64_t c, int64_t h, int64_t w, int64_t k, in
     free(x), free(y);
 }
 
-/* quantize over 1003 values (ties, halves, NaN, the infinities, beyond the
+/* quantize over COUNT values (ties, halves, NaN, the infinities, beyond the
  * clamps) against rint in double of each f32 quotient */
-static void test_quantize_long(void) {
-    enum { COUNT = 1003 };
-    float x[COUNT];
-    int8_t q[COUNT];
+static void test_quantize_count(int COUNT) {
+    float *x = malloc((size_t)COUNT * sizeof *x), *y = malloc((size_t)COUNT * sizeof *y);
+    int8_t *q = malloc((size_t)COUNT);
     for (int i = 0; i < COUNT; i++)
         x[i] = i % 97 == 0   ? NAN
                : i % 89 == 0 ? (i % 2 ? INFINITY : -INFINITY)
@@ -310,12 +309,18 @@ static void test_quantize_long(void) {
         }
         CHECK(same);
     }
-    float y[COUNT];
     dlrt_dequantize_s8(COUNT, q, 0.37f, y);
     bool same = true;
     for (int i = 0; i < COUNT; i++)
         same &= y[i] == (float)q[i] * 0.37f;
     CHECK(same);
+    free(x), free(y), free(q);
+}
+
+/* and over enough values to be shared among the workers */
+static void test_quantize_long(void) {
+    test_quantize_count(1003);
+    test_quantize_count(150001);
 }
 
 /* (a mult_a + b mult_b) / 2^shift in double, exact, rounded by rint (half
@@ -360,18 +365,19 @@ static void test_qadd(void) {
     CHECK(r.shift == 0 && r.mult_a == INT32_MAX && r.mult_b == 1);
     /* random scales and values: exactly the reference, and within one unit
      * of the real sum */
-    enum { COUNT = 4099 };
-    int8_t *xa = malloc(COUNT), *xb = malloc(COUNT), *yy = malloc(COUNT);
+    enum { COUNT = 4099, LONG = 200003 }; /* the last runs long: shared among the workers */
+    int8_t *xa = malloc(LONG), *xb = malloc(LONG), *yy = malloc(LONG);
     bool same = true, near = true;
-    for (int t = 0; t < 40; t++) {
+    for (int t = 0; t < 41; t++) {
+        int count = t == 40 ? LONG : COUNT;
         double sa = 0.001 + next_u32() % 100000 / 1e6, sb = 0.001 + next_u32() % 100000 / 1e6,
                sy = 0.001 + next_u32() % 100000 / 1e6;
         bool relu = t % 2;
         dlrt_qadd_init(sa, sb, sy, &r);
-        for (int i = 0; i < COUNT; i++)
+        for (int i = 0; i < count; i++)
             xa[i] = (int8_t)(next_u32() % 256 - 128), xb[i] = (int8_t)(next_u32() % 256 - 128);
-        dlrt_qadd_s8(COUNT, xa, xb, &r, relu, yy);
-        for (int i = 0; i < COUNT; i++) {
+        dlrt_qadd_s8(count, xa, xb, &r, relu, yy);
+        for (int i = 0; i < count; i++) {
             same &= yy[i] == ref_qadd(xa[i], xb[i], &r, relu);
             double real = rint(xa[i] * sa / sy + xb[i] * sb / sy);
             real = real < (relu ? 0 : -128) ? (relu ? 0 : -128) : real > 127 ? 127 : real;
@@ -415,6 +421,22 @@ static void test_requantize_rows(void) {
     int8_t v[] = {40, -40, 31, -32}, w[4];
     dlrt_requantize_rows_s8(1, 4, v, &up, w, 4);
     CHECK(w[0] == 127 && w[1] == -128 && w[2] == 124 && w[3] == -128);
+    /* enough rows to be shared among the workers, with and without a bias */
+    enum { MANY = 2001, LEN = 50 };
+    int8_t *xm = malloc(MANY * LEN), *ym = malloc(MANY * 2 * LEN);
+    for (int i = 0; i < MANY * LEN; i++)
+        xm[i] = (int8_t)(next_u32() % 256 - 128);
+    for (int biased = 0; biased < 2; biased++) {
+        DlrtRequant rm;
+        dlrt_requant_init(0.0375, biased ? 0.9 : 0, 0.05, &rm);
+        dlrt_requantize_rows_s8(MANY, LEN, xm, &rm, ym + LEN, 2 * LEN);
+        bool all = true;
+        for (int r = 0; r < MANY; r++)
+            for (int j = 0; j < LEN; j++)
+                all &= ym[r * 2 * LEN + LEN + j] == ref_requantize(xm[r * LEN + j], &rm, false);
+        CHECK(all);
+    }
+    free(xm), free(ym);
 }
 
 static void test_qglobalavgpool(void) {
@@ -456,6 +478,7 @@ int main(void) {
     test_maxpool_geometry(1, 6, 3000, 2, 2, 0, false); /* a band of one row */
     test_maxpool_geometry(3, 15, 13, 2, 2, 0, true);
     test_maxpool_geometry(4, 16, 16, 3, 2, 1, false); /* ResNet's stem */
+    test_maxpool_geometry(64, 112, 112, 3, 2, 1, false); /* its planes, shared among workers */
     test_maxpool_geometry(3, 13, 11, 3, 2, 0, true);  /* GoogLeNet's */
     test_maxpool_geometry(3, 9, 9, 3, 1, 1, false);   /* the inception branch */
     test_maxpool_geometry(2, 10, 12, 4, 3, 1, false);
