@@ -258,6 +258,61 @@ static void maxpool_plane(const DlrtPool *p, const int8_t *xp, int8_t *yp, int8_
 /* The separable passes' buffer, on the stack up to this size. */
 #define MAXPOOL_SEPARABLE_BUF 32768
 
+/* Windows of stride 1 that keep the plane's size (k = 2 pad + 1 each way:
+ * GoogLeNet's 3x3 branch pools), over `planes` planes as one array, with
+ * no padded copy and no loop a row long (GoogLeNet's rows are 7 to 28
+ * bytes): the maxima over the window's columns into hm, then over its
+ * rows into y, each a few loops over the whole array that vectorize.  A
+ * tap counts where it lies in the plane, which an element's column (col)
+ * or row (row) in its plane tells; every window holds its centre, so
+ * leaving the others out is what the padding (never a maximum) does.
+ * Planes of at most 255 rows and columns (indices in bytes) and
+ * MAXPOOL_SAME_BUF bytes. */
+#define MAXPOOL_SAME_BUF 16384
+static bool maxpool_keeps_size(const DlrtPool *p) {
+    return p->sh == 1 && p->sw == 1 && p->kh == 2 * p->ph + 1 && p->kw == 2 * p->pw + 1 &&
+           p->oh == p->h && p->ow == p->w && p->h <= 255 && p->w <= 255 &&
+           p->h * p->w <= MAXPOOL_SAME_BUF;
+}
+
+/* out[i] = the maximum of in[i + (k - pad) step] over the k < kn whose
+ * index idx[i] + k - pad lies in [0, size), i < n; where i + (k - pad) step
+ * leaves the array, so does the index its plane. */
+static void window_max(const int8_t *in, const uint8_t *idx, int64_t size, int64_t kn,
+                       int64_t pad, int64_t step, int64_t n, int8_t *out) {
+    memcpy(out, in, (size_t)n); /* the centre */
+    for (int64_t k = 0; k < kn; k++) {
+        int64_t d = k - pad, off = d * step;
+        if (d == 0)
+            continue;
+        uint8_t lo = (uint8_t)(d < 0 ? -d : 0), hi = (uint8_t)(d > 0 ? size - d : size);
+        for (int64_t i = off < 0 ? -off : 0; i < (off > 0 ? n - off : n); i++) {
+            int8_t v = in[i + off];
+            out[i] = idx[i] >= lo && idx[i] < hi && v > out[i] ? v : out[i];
+        }
+    }
+}
+
+/* a[0..part) repeated to fill a[0..n) */
+static void repeat(uint8_t *a, int64_t part, int64_t n) {
+    for (int64_t have = part; have < n; have *= 2)
+        memcpy(a + have, a, (size_t)(n - have < have ? n - have : have));
+}
+
+static void maxpool_same(const DlrtPool *p, int64_t planes, const int8_t *x, int8_t *y) {
+    int8_t hm[MAXPOOL_SAME_BUF];
+    uint8_t col[MAXPOOL_SAME_BUF], row[MAXPOOL_SAME_BUF];
+    int64_t h = p->h, w = p->w, n = planes * h * w;
+    for (int64_t i = 0; i < w; i++)
+        col[i] = (uint8_t)i;
+    repeat(col, w, n);
+    for (int64_t r = 0; r < h; r++)
+        memset(row + r * w, (int)r, (size_t)w);
+    repeat(row, h * w, n);
+    window_max(x, col, w, p->kw, p->pw, 1, n, hm);
+    window_max(hm, row, h, p->kh, p->ph, w, n, y);
+}
+
 /* A plane's windows by loops: those that reach past the plane (padding,
  * ceil_mode) clipped to it (the edges, by the generic loop); the others,
  * the interior, by a loop without bounds checks, unrolled for the usual
@@ -299,10 +354,11 @@ static void maxpool_one(const DlrtPool *p, PoolWay way, const int8_t *xp, int8_t
     }
 }
 
-/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2; others the
- * passes over the whole plane where it fits on the stack (every zoo
- * network's), or row by row where a row does, else maxpool_loops.  The
- * planes are shared among the workers. */
+/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2, windows
+ * that keep the plane's size maxpool_same; others the passes over the
+ * whole plane where it fits on the stack (every zoo network's), or row by
+ * row where a row does, else maxpool_loops.  The planes are shared among
+ * the workers. */
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
     const DlrtPool *p = pool;
     PoolWay way = POOL_LOOPS;
@@ -315,6 +371,16 @@ void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y
         way = POOL_SEPARABLE;
     int64_t planes = n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
     int t = dlrt_workers(1 << 30, planes, planes * (hw + ohw * p->kh * p->kw));
+    if (maxpool_keeps_size(p)) {
+        /* as many planes at a time as the buffers hold, or a worker's share */
+        int64_t most = MAXPOOL_SAME_BUF / hw, each = (planes + t - 1) / t;
+        int64_t per = each < most ? each : most, chunks = (planes + per - 1) / per;
+        PARALLEL_FOR(t, for (int64_t k = 0; k < chunks; k++) {
+            int64_t first = k * per, count = planes - first < per ? planes - first : per;
+            maxpool_same(p, count, x + first * hw, y + first * hw);
+        });
+        return;
+    }
     PARALLEL_FOR(t, for (int64_t i = 0; i < planes; i++)
                         maxpool_one(p, way, x + i * hw, y + i * ohw););
 }

@@ -481,6 +481,11 @@ int main(void) {
     test_maxpool_geometry(64, 112, 112, 3, 2, 1, false); /* its planes, shared among workers */
     test_maxpool_geometry(3, 13, 11, 3, 2, 0, true);  /* GoogLeNet's */
     test_maxpool_geometry(3, 9, 9, 3, 1, 1, false);   /* the inception branch */
+    test_maxpool_geometry(480, 14, 14, 3, 1, 1, false); /* its planes, in chunks */
+    test_maxpool_geometry(5, 12, 13, 5, 1, 2, false);
+    test_maxpool_geometry(3, 3, 4, 3, 1, 1, false);     /* edges meeting in the middle */
+    test_maxpool_geometry(2, 5, 6, 1, 1, 0, false);     /* a window of one */
+    test_maxpool_geometry(2, 200, 200, 3, 1, 1, false); /* a plane past the buffer */
     test_maxpool_geometry(2, 10, 12, 4, 3, 1, false);
     test_maxpool_geometry(2, 3, 3, 5, 1, 2, false);   /* a window wider than the plane */
     /* a plane too large for the whole-plane passes, not for the rows' */
