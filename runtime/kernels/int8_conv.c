@@ -417,6 +417,18 @@ static bool nonnegative(const int8_t *x, int64_t count) {
     return !(any & 0x80);
 }
 
+/* 2^-shift, for 0 <= shift <= 62 built from its bits: ldexp's general
+ * case cost more than a small layer's whole epilogue (LeNet-5's dense
+ * layers, on every call). */
+static double pow2_neg(int shift) {
+    if (shift < 0 || shift > 62) /* not a requantization's (dlrt_requant_init) */
+        return ldexp(1.0, -shift);
+    uint64_t bits = (uint64_t)(1023 - shift) << 52;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
 /* The call on a vector path: VNNI (avx512) or AVX2. */
 static void simd(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w,
                  const DlrtRequant *rq, int8_t *y, int32_t *acc, const void *packed, void *work,
@@ -447,7 +459,7 @@ static void simd(const DlrtQConv *q, int64_t n, const int8_t *x, const int8_t *w
         ep[f] = (Int8Epilogue){.add = (int32_t)(b - 128u * (uint32_t)p.sums[f]),
                                .bias = (int32_t)b, .mult = rq ? rq[f].mult : 0,
                                .shift = rq ? rq[f].shift : 0};
-        ep[f].scale = ldexp((double)ep[f].mult, -ep[f].shift);
+        ep[f].scale = (double)ep[f].mult * pow2_neg(ep[f].shift);
     }
     p.ep = ep;
     p.fast = rq != NULL;
