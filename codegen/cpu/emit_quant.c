@@ -123,12 +123,16 @@ static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
         head, fields, e->real);
     put(o, "    static const DlrtQConv conv = {%s};\n", fields);
     put(o, "    enum { F = %lld, PER = %lld };\n", (long long)f, (long long)(per / f));
+    /* a multiply-add of int8 is a quarter of an f32 one's work (64 to a
+       vpdpbusd, 16 to an FMA): LeNet-5's layers run on one worker */
+    put(o, "    int t = (dlrt_workers)(threads, n * F, n * %lld / 4);\n",
+        (long long)(dlc_type_numel(&op->in[1]->type) * (per / f)));
     put(o, "    char *scratch = (char *)work;\n");
     put(o, "    const void *pk = packed && (dlrt_qconv_s8_packed)(&conv) <= %lld ? (const void *)packed : NULL;\n",
         (long long)packed_bytes(op));
     if (float_out) {
         put(o, "    int32_t *acc = (int32_t *)scratch;\n"
-               "    (dlrt_qconv_s8)(&conv, n, a0, a1, NULL, NULL, acc, pk, scratch + ((size_t)n * F * PER * 4 + 63) / 64 * 64, threads);\n"
+               "    (dlrt_qconv_s8)(&conv, n, a0, a1, NULL, NULL, acc, pk, scratch + ((size_t)n * F * PER * 4 + 63) / 64 * 64, t);\n"
                "    for (int64_t s = 0; s < n; s++)\n"
                "        for (int64_t f = 0; f < F; f++) {\n"
                "            double scale = (double)a4[0] * (double)a2[f];\n"
@@ -148,7 +152,7 @@ static void put_qlayer(Emit *e, Out *o, const DlcOp *op) {
            "            (dlrt_requant_init)((double)a4[0] * (double)a2[f], (double)a3[f], (double)a5[0], &now[f]);\n"
            "        rq = now;\n"
            "    }\n"
-           "    (dlrt_qconv_s8)(&conv, n, a0, a1, rq, r0, NULL, pk, scratch + (F * sizeof *rq + 63) / 64 * 64, threads);\n",
+           "    (dlrt_qconv_s8)(&conv, n, a0, a1, rq, r0, NULL, pk, scratch + (F * sizeof *rq + 63) / 64 * 64, t);\n",
         (long long)packed_bytes(op));
 }
 
