@@ -143,24 +143,39 @@ static void inside(int64_t out, int64_t k, int64_t s, int64_t pad, int64_t size,
 }
 
 /* 2x2 windows of stride 2 that tile the plane exactly (h = 2 oh, w = 2 ow,
- * no padding: LeNet's, VGG's), in two passes that vectorize: the maximum
- * of each pair of rows into v (contiguous rows), then of each pair of
- * neighbours in v, whose pair j is output j of the rows done (w = 2 ow).
- * At most MAXPOOL_2X2_BUF bytes of v at a time. */
+ * no padding: LeNet's, VGG's).  Then every plane, and so the tensor, is
+ * rows double rows [rows][2][w] whose row r gives output row r, and the
+ * passes run over as many double rows at a time as the buffers hold.
+ * Wide rows (VGG's): the maximum of each row pair into v (contiguous
+ * rows), then of each pair of neighbours in v, whose pair j is output j.
+ * Narrow rows (LeNet's 28 and 10 bytes), where a loop a row long would not
+ * vectorize: the maximum of each pair of neighbours into u
+ * ([rows][2][ow]), then of each element of u and the one a row below into
+ * v, whose even rows are the outputs (the odd rows computed and never
+ * read, for loops that run long). */
 #define MAXPOOL_2X2_BUF 4096
-static void maxpool_2x2(const DlrtPool *p, const int8_t *xp, int8_t *yp) {
-    int8_t v[MAXPOOL_2X2_BUF];
+static void maxpool_2x2(const DlrtPool *p, int64_t rows, const int8_t *x, int8_t *y) {
+    int8_t u[MAXPOOL_2X2_BUF], v[MAXPOOL_2X2_BUF];
     int64_t w = p->w, ow = p->ow, band = MAXPOOL_2X2_BUF / w;
-    for (int64_t oy0 = 0; oy0 < p->oh; oy0 += band) {
-        int64_t rows = p->oh - oy0 < band ? p->oh - oy0 : band;
-        for (int64_t r = 0; r < rows; r++) {
-            const int8_t *a = xp + 2 * (oy0 + r) * w, *b = a + w;
-            for (int64_t i = 0; i < w; i++)
-                v[r * w + i] = max_s8(a[i], b[i]);
+    for (int64_t r0 = 0; r0 < rows; r0 += band) {
+        int64_t count = rows - r0 < band ? rows - r0 : band;
+        const int8_t *xr = x + r0 * 2 * w;
+        int8_t *yr = y + r0 * ow;
+        if (ow >= 64) {
+            for (int64_t r = 0; r < count; r++)
+                for (int64_t i = 0; i < w; i++)
+                    v[r * w + i] = max_s8(xr[2 * r * w + i], xr[(2 * r + 1) * w + i]);
+            for (int64_t j = 0; j < count * ow; j++)
+                yr[j] = max_s8(v[2 * j], v[2 * j + 1]);
+            continue;
         }
-        int8_t *yr = yp + oy0 * ow;
-        for (int64_t j = 0; j < rows * ow; j++)
-            yr[j] = max_s8(v[2 * j], v[2 * j + 1]);
+        int64_t m = count * w; /* bytes of u: 2 count ow */
+        for (int64_t k = 0; k < m; k++)
+            u[k] = max_s8(xr[2 * k], xr[2 * k + 1]);
+        for (int64_t k = 0; k < m - ow; k++)
+            v[k] = max_s8(u[k], u[k + ow]);
+        for (int64_t r = 0; r < count; r++)
+            memcpy(yr + r * ow, v + 2 * r * ow, (size_t)ow);
     }
 }
 
@@ -342,12 +357,11 @@ static void maxpool_loops(const DlrtPool *p, const int8_t *xp, int8_t *yp) {
 }
 
 /* How a plane is pooled. */
-typedef enum { POOL_2X2, POOL_PLANE, POOL_SEPARABLE, POOL_LOOPS } PoolWay;
+typedef enum { POOL_PLANE, POOL_SEPARABLE, POOL_LOOPS } PoolWay;
 
 static void maxpool_one(const DlrtPool *p, PoolWay way, const int8_t *xp, int8_t *yp) {
     int8_t buf[MAXPOOL_SEPARABLE_BUF];
     switch (way) {
-    case POOL_2X2: maxpool_2x2(p, xp, yp); break;
     case POOL_PLANE: maxpool_plane(p, xp, yp, buf); break;
     case POOL_SEPARABLE: maxpool_separable(p, xp, yp, buf); break;
     case POOL_LOOPS: maxpool_loops(p, xp, yp); break;
@@ -361,16 +375,18 @@ static void maxpool_one(const DlrtPool *p, PoolWay way, const int8_t *xp, int8_t
  * the workers. */
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
     const DlrtPool *p = pool;
-    PoolWay way = POOL_LOOPS;
-    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
-        p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_2X2_BUF)
-        way = POOL_2X2;
-    else if (maxpool_plane_bytes(p) <= MAXPOOL_SEPARABLE_BUF)
-        way = POOL_PLANE;
-    else if (maxpool_separable_bytes(p) <= MAXPOOL_SEPARABLE_BUF)
-        way = POOL_SEPARABLE;
     int64_t planes = n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
     int t = dlrt_workers(1 << 30, planes, planes * (hw + ohw * p->kh * p->kw));
+    if (p->kh == 2 && p->kw == 2 && p->sh == 2 && p->sw == 2 && p->ph == 0 && p->pw == 0 &&
+        p->h == 2 * p->oh && p->w == 2 * p->ow && p->w <= MAXPOOL_2X2_BUF) {
+        /* the tensor as double rows, a worker's share each */
+        int64_t rows = planes * p->oh;
+        PARALLEL_FOR(t, for (int64_t k = 0; k < t; k++) {
+            int64_t first = rows * k / t, last = rows * (k + 1) / t;
+            maxpool_2x2(p, last - first, x + first * 2 * p->w, y + first * p->ow);
+        });
+        return;
+    }
     if (maxpool_keeps_size(p)) {
         /* as many planes at a time as the buffers hold, or a worker's share */
         int64_t most = MAXPOOL_SAME_BUF / hw, each = (planes + t - 1) / t;
@@ -381,6 +397,9 @@ void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y
         });
         return;
     }
+    PoolWay way = maxpool_plane_bytes(p) <= MAXPOOL_SEPARABLE_BUF       ? POOL_PLANE
+                  : maxpool_separable_bytes(p) <= MAXPOOL_SEPARABLE_BUF ? POOL_SEPARABLE
+                                                                        : POOL_LOOPS;
     PARALLEL_FOR(t, for (int64_t i = 0; i < planes; i++)
                         maxpool_one(p, way, x + i * hw, y + i * ohw););
 }

@@ -474,6 +474,7 @@ int main(void) {
     test_rounding();
     test_maxpool();
     test_maxpool_geometry(6, 28, 28, 2, 2, 0, false); /* LeNet-5's */
+    test_maxpool_geometry(64, 56, 56, 2, 2, 0, false); /* narrow rows, many bands, two workers */
     test_maxpool_geometry(1, 40, 256, 2, 2, 0, false); /* two bands of rows */
     test_maxpool_geometry(1, 6, 3000, 2, 2, 0, false); /* a band of one row */
     test_maxpool_geometry(3, 15, 13, 2, 2, 0, true);
