@@ -259,14 +259,24 @@ static void maxpool_plane(const DlrtPool *p, const int8_t *xp, int8_t *yp, int8_
     for (int64_t ky = 1; ky < p->kh; ky++)
         for (int64_t i = 0; i < nv; i++)
             pad[i] = max_s8(pad[i], hm[i + ky * wp]);
-    for (int64_t oy = 0; oy < p->oh; oy++) {
-        const int8_t *v = pad + oy * p->sh * wp;
-        int8_t *out = yp + oy * p->ow;
-        if (p->sw == 1)
-            memcpy(out, v, (size_t)p->ow);
-        else
-            for (int64_t ox = 0; ox < p->ow; ox++)
-                out[ox] = v[ox * p->sw];
+    /* the outputs, every sw-th of every sh-th row; a stride of 2 takes
+       the low byte of each 16-bit pair, which vectorizes (a narrowing) */
+    int64_t oh = p->oh, ow = p->ow, sh = p->sh, sw = p->sw;
+    for (int64_t oy = 0; oy < oh; oy++) {
+        const int8_t *v = pad + oy * sh * wp;
+        int8_t *out = yp + oy * ow;
+        if (sw == 1) {
+            memcpy(out, v, (size_t)ow);
+        } else if (sw == 2) {
+            for (int64_t ox = 0; ox < ow; ox++) {
+                uint16_t pair;
+                memcpy(&pair, v + 2 * ox, sizeof pair);
+                out[ox] = (int8_t)(uint8_t)pair; /* little-endian: the first */
+            }
+        } else {
+            for (int64_t ox = 0; ox < ow; ox++)
+                out[ox] = v[ox * sw];
+        }
     }
 }
 
