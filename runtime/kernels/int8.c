@@ -283,21 +283,25 @@ static void maxpool_plane(const DlrtPool *p, const int8_t *xp, int8_t *yp, int8_
 /* The separable passes' buffer, on the stack up to this size. */
 #define MAXPOOL_SEPARABLE_BUF 32768
 
-/* Windows of stride 1 that keep the plane's size (k = 2 pad + 1 each way:
- * GoogLeNet's 3x3 branch pools), over `planes` planes as one array, with
- * no padded copy and no loop a row long (GoogLeNet's rows are 7 to 28
- * bytes): the maxima over the window's columns into hm, then over its
- * rows into y, each a few loops over the whole array that vectorize.  A
- * tap counts where it lies in the plane, which an element's column (col)
- * or row (row) in its plane tells; every window holds its centre, so
- * leaving the others out is what the padding (never a maximum) does.
- * Planes of at most 255 rows and columns (indices in bytes) and
- * MAXPOOL_SAME_BUF bytes. */
-#define MAXPOOL_SAME_BUF 16384
-static bool maxpool_keeps_size(const DlrtPool *p) {
-    return p->sh == 1 && p->sw == 1 && p->kh == 2 * p->ph + 1 && p->kw == 2 * p->pw + 1 &&
-           p->oh == p->h && p->ow == p->w && p->h <= 255 && p->w <= 255 &&
-           p->h * p->w <= MAXPOOL_SAME_BUF;
+/* Small planes many at a time as one array, with no padded copy and no loop a row long
+ * (GoogLeNet's rows are 7 to 28 bytes; planes of up to 32x32, where this
+ * measured faster than maxpool_plane): every position's window maxima
+ * over the window's columns into hm, then over its rows into v, each a few
+ * loops over the whole array that vectorize, then the outputs picked out
+ * at the strides (v is the output itself where the windows keep the
+ * plane's size: stride 1, k = 2 pad + 1).  Position (iy, ix) takes the
+ * window that starts at (iy - ph, ix - pw), so output (oy, ox) is position
+ * (oy sh, ox sw), which must lie in the plane (it does unless ceil_mode's
+ * last window starts in the padding).  A tap counts where it lies in the
+ * plane, which an element's column (col) or row (row) in its plane tells;
+ * every window holds its position (pad < k), so leaving the others out is
+ * what the padding (never a maximum) does. */
+#define MAXPOOL_MASKED_BUF 16384
+#define MAXPOOL_MASKED_PLANE 1024 /* larger planes are faster padded one at a time */
+static bool maxpool_masked_fits(const DlrtPool *p) {
+    return p->h <= 255 && p->w <= 255 && p->h * p->w <= MAXPOOL_MASKED_PLANE &&
+           p->ph < p->kh && p->pw < p->kw && (p->oh - 1) * p->sh < p->h &&
+           (p->ow - 1) * p->sw < p->w;
 }
 
 /* out[i] = the maximum of in[i + (k - pad) step] over the k < kn whose
@@ -305,7 +309,7 @@ static bool maxpool_keeps_size(const DlrtPool *p) {
  * leaves the array, so does the index its plane. */
 static void window_max(const int8_t *in, const uint8_t *idx, int64_t size, int64_t kn,
                        int64_t pad, int64_t step, int64_t n, int8_t *out) {
-    memcpy(out, in, (size_t)n); /* the centre */
+    memcpy(out, in, (size_t)n); /* the position's own tap */
     for (int64_t k = 0; k < kn; k++) {
         int64_t d = k - pad, off = d * step;
         if (d == 0)
@@ -324,18 +328,38 @@ static void repeat(uint8_t *a, int64_t part, int64_t n) {
         memcpy(a + have, a, (size_t)(n - have < have ? n - have : have));
 }
 
-static void maxpool_same(const DlrtPool *p, int64_t planes, const int8_t *x, int8_t *y) {
-    int8_t hm[MAXPOOL_SAME_BUF];
-    uint8_t col[MAXPOOL_SAME_BUF], row[MAXPOOL_SAME_BUF];
-    int64_t h = p->h, w = p->w, n = planes * h * w;
+static void maxpool_masked(const DlrtPool *p, int64_t planes, const int8_t *x, int8_t *y) {
+    int8_t hm[MAXPOOL_MASKED_BUF], v[MAXPOOL_MASKED_BUF];
+    uint8_t col[MAXPOOL_MASKED_BUF], row[MAXPOOL_MASKED_BUF];
+    int64_t h = p->h, w = p->w, n = planes * h * w, oh = p->oh, ow = p->ow;
     for (int64_t i = 0; i < w; i++)
         col[i] = (uint8_t)i;
     repeat(col, w, n);
     for (int64_t r = 0; r < h; r++)
         memset(row + r * w, (int)r, (size_t)w);
     repeat(row, h * w, n);
+    bool same = p->sh == 1 && p->sw == 1 && oh == h && ow == w;
     window_max(x, col, w, p->kw, p->pw, 1, n, hm);
-    window_max(hm, row, h, p->kh, p->ph, w, n, y);
+    window_max(hm, row, h, p->kh, p->ph, w, n, same ? y : v);
+    if (same)
+        return;
+    int64_t sh = p->sh, sw = p->sw;
+    for (int64_t r = 0; r < planes * oh; r++) {
+        const int8_t *in = v + (r / oh * h + r % oh * sh) * w;
+        int8_t *out = y + r * ow;
+        if (sw == 1) {
+            memcpy(out, in, (size_t)ow);
+        } else if (sw == 2) { /* the low byte of each 16-bit pair: a vector narrowing */
+            for (int64_t ox = 0; ox < ow; ox++) {
+                uint16_t pair;
+                memcpy(&pair, in + 2 * ox, sizeof pair);
+                out[ox] = (int8_t)(uint8_t)pair; /* little-endian: the first */
+            }
+        } else {
+            for (int64_t ox = 0; ox < ow; ox++)
+                out[ox] = in[ox * sw];
+        }
+    }
 }
 
 /* A plane's windows by loops: those that reach past the plane (padding,
@@ -378,11 +402,10 @@ static void maxpool_one(const DlrtPool *p, PoolWay way, const int8_t *xp, int8_t
     }
 }
 
-/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2, windows
- * that keep the plane's size maxpool_same; others the passes over the
- * whole plane where it fits on the stack (every zoo network's), or row by
- * row where a row does, else maxpool_loops.  The planes are shared among
- * the workers. */
+/* 2x2 windows of stride 2 that tile the plane take maxpool_2x2; planes
+ * small enough, maxpool_masked; others the passes over the whole plane
+ * where it fits on the stack, or row by row where a row does, else
+ * maxpool_loops.  The planes are shared among the workers. */
 void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y) {
     const DlrtPool *p = pool;
     int64_t planes = n * p->c, hw = p->h * p->w, ohw = p->oh * p->ow;
@@ -397,13 +420,13 @@ void dlrt_maxpool_s8(const DlrtPool *pool, int64_t n, const int8_t *x, int8_t *y
         });
         return;
     }
-    if (maxpool_keeps_size(p)) {
+    if (maxpool_masked_fits(p)) {
         /* as many planes at a time as the buffers hold, or a worker's share */
-        int64_t most = MAXPOOL_SAME_BUF / hw, each = (planes + t - 1) / t;
+        int64_t most = MAXPOOL_MASKED_BUF / hw, each = (planes + t - 1) / t;
         int64_t per = each < most ? each : most, chunks = (planes + per - 1) / per;
         PARALLEL_FOR(t, for (int64_t k = 0; k < chunks; k++) {
             int64_t first = k * per, count = planes - first < per ? planes - first : per;
-            maxpool_same(p, count, x + first * hw, y + first * hw);
+            maxpool_masked(p, count, x + first * hw, y + first * ohw);
         });
         return;
     }

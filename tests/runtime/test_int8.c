@@ -481,6 +481,7 @@ int main(void) {
     test_maxpool_geometry(4, 16, 16, 3, 2, 1, false); /* ResNet's stem */
     test_maxpool_geometry(64, 112, 112, 3, 2, 1, false); /* its planes, shared among workers */
     test_maxpool_geometry(3, 13, 11, 3, 2, 0, true);  /* GoogLeNet's */
+    test_maxpool_geometry(2, 4, 4, 2, 2, 1, true);    /* the last window in the padding */
     test_maxpool_geometry(3, 9, 9, 3, 1, 1, false);   /* the inception branch */
     test_maxpool_geometry(480, 14, 14, 3, 1, 1, false); /* its planes, in chunks */
     test_maxpool_geometry(5, 12, 13, 5, 1, 2, false);
