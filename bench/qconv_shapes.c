@@ -15,28 +15,8 @@
 #include <string.h>
 
 #include "dlrt.h"
+#include "qconv_shapes.h"
 #include "timing.h"
-
-typedef struct {
-    const char *name;
-    int64_t c, h, f, k, s, p;
-} Shape;
-
-static const Shape shapes[] = {
-    {"resnet18 stem 7x7/2", 3, 224, 64, 7, 2, 3},
-    {"resnet18 layer1 3x3", 64, 56, 64, 3, 1, 1},
-    {"resnet18 layer2 3x3/2", 64, 56, 128, 3, 2, 1},
-    {"resnet18 layer2 1x1/2", 64, 56, 128, 1, 2, 0},
-    {"resnet18 layer2 3x3", 128, 28, 128, 3, 1, 1},
-    {"resnet18 layer3 3x3", 256, 14, 256, 3, 1, 1},
-    {"resnet18 layer4 3x3", 512, 7, 512, 3, 1, 1},
-    {"googlenet 3a 1x1 to 64", 192, 28, 64, 1, 1, 0},
-    {"googlenet 3a 1x1 to 16", 192, 28, 16, 1, 1, 0},
-    {"googlenet 4a 3x3", 96, 14, 208, 3, 1, 1},
-    {"googlenet 5b 1x1", 832, 7, 384, 1, 1, 0},
-    {"lenet c1 5x5", 1, 28, 6, 5, 1, 2},
-    {"lenet c3 5x5", 6, 14, 16, 5, 1, 0},
-};
 
 int main(int argc, char **argv) {
     int repeats = argc > 1 ? atoi(argv[1]) : 101, threads = argc > 2 ? atoi(argv[2]) : 1;
