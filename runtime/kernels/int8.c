@@ -223,6 +223,28 @@ static void maxpool_separable(const DlrtPool *p, const int8_t *xp, int8_t *yp, i
     }
 }
 
+/* out[ox] = in[ox sw], ox < ow: a stride of 2 as the first byte of each
+ * 16-bit pair, which GCC vectorizes (a narrowing) where the byte-by-byte
+ * loop it does not. */
+static void pick_row(const int8_t *in, int64_t ow, int64_t sw, int8_t *out) {
+    if (sw == 1) {
+        memcpy(out, in, (size_t)ow);
+        return;
+    }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (sw == 2) {
+        for (int64_t ox = 0; ox < ow; ox++) {
+            uint16_t pair;
+            memcpy(&pair, in + 2 * ox, sizeof pair);
+            out[ox] = (int8_t)(uint8_t)pair;
+        }
+        return;
+    }
+#endif
+    for (int64_t ox = 0; ox < ow; ox++)
+        out[ox] = in[ox * sw];
+}
+
 /* The same two passes over the whole padded plane as one array (a pass's
  * maxima that straddle two rows are never read), at every row and column,
  * then the outputs picked out at the stride: long loops instead of a short
@@ -259,24 +281,12 @@ static void maxpool_plane(const DlrtPool *p, const int8_t *xp, int8_t *yp, int8_
     for (int64_t ky = 1; ky < p->kh; ky++)
         for (int64_t i = 0; i < nv; i++)
             pad[i] = max_s8(pad[i], hm[i + ky * wp]);
-    /* the outputs, every sw-th of every sh-th row; a stride of 2 takes
-       the low byte of each 16-bit pair, which vectorizes (a narrowing) */
+    /* the outputs, every sw-th of every sh-th row */
     int64_t oh = p->oh, ow = p->ow, sh = p->sh, sw = p->sw;
     for (int64_t oy = 0; oy < oh; oy++) {
         const int8_t *v = pad + oy * sh * wp;
         int8_t *out = yp + oy * ow;
-        if (sw == 1) {
-            memcpy(out, v, (size_t)ow);
-        } else if (sw == 2) {
-            for (int64_t ox = 0; ox < ow; ox++) {
-                uint16_t pair;
-                memcpy(&pair, v + 2 * ox, sizeof pair);
-                out[ox] = (int8_t)(uint8_t)pair; /* little-endian: the first */
-            }
-        } else {
-            for (int64_t ox = 0; ox < ow; ox++)
-                out[ox] = v[ox * sw];
-        }
+        pick_row(v, ow, sw, out);
     }
 }
 
@@ -347,18 +357,7 @@ static void maxpool_masked(const DlrtPool *p, int64_t planes, const int8_t *x, i
     for (int64_t r = 0; r < planes * oh; r++) {
         const int8_t *in = v + (r / oh * h + r % oh * sh) * w;
         int8_t *out = y + r * ow;
-        if (sw == 1) {
-            memcpy(out, in, (size_t)ow);
-        } else if (sw == 2) { /* the low byte of each 16-bit pair: a vector narrowing */
-            for (int64_t ox = 0; ox < ow; ox++) {
-                uint16_t pair;
-                memcpy(&pair, in + 2 * ox, sizeof pair);
-                out[ox] = (int8_t)(uint8_t)pair; /* little-endian: the first */
-            }
-        } else {
-            for (int64_t ox = 0; ox < ow; ox++)
-                out[ox] = in[ox * sw];
-        }
+        pick_row(in, ow, sw, out);
     }
 }
 
