@@ -455,6 +455,13 @@ static DlrtStatus gpu_join(DistImpl *s, DlrtCuda *cu, DlrtError *err) {
     for (int b = 0; !st && b < n; b++)
         if (!(st = dlrt_cuda_event_new(cu, &s->computed[b], "a bucket's gradients", err)))
             st = dlrt_cuda_event_new(cu, &s->summed_ev[b], "a bucket's sum", err);
+    if (!st && s->rank == 0) { /* what the run uses, once it is there */
+        int v = dlrt_nccl_version(s->nccl);
+        fprintf(stderr, "%s: %d ranks, one GPU each (rank 0: %s): the gradients summed by NCCL "
+                "%d.%d.%d (%s) on a stream of its own\n", s->m->name, s->size,
+                dlrt_cuda_device_name(cu), v / 10000, v / 100 % 100, v % 100,
+                dlrt_nccl_loaded(s->nccl));
+    }
     return st;
 }
 
@@ -515,12 +522,6 @@ static bool gpu_open(DistImpl *s) {
     MPI_Ibcast(s->id, DLRT_NCCL_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
     wait_all(s, &req, NULL, 1, "NCCL's communicator");
     s->cuda_reducer = (DlrtCudaReducer){.ctx = s, .ready = gpu_ready, .wait = gpu_wait};
-    if (s->rank == 0) {
-        int v = dlrt_nccl_version(s->nccl);
-        fprintf(stderr, "%s: %d ranks, one GPU each: the gradients summed by NCCL %d.%d.%d (%s) "
-                "on a stream of its own\n", s->m->name, s->size, v / 10000, v / 100 % 100,
-                v % 100, dlrt_nccl_loaded(s->nccl));
-    }
     return true;
 }
 
