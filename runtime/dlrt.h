@@ -938,7 +938,9 @@ void dlrt_profile_close(DlrtProfile *p);
  *
  * Environment variables, read by dlrt_cuda_open:
  *   DLRT_CUDA_LIBRARY  the driver library to load (tests); libcuda.so.1
- *   DLRT_CUDA_DEVICE   the device's ordinal; 0
+ *   DLRT_CUDA_DEVICE   the device's ordinal; without it, under mpirun (or
+ *                      MPICH, or Slurm), the local rank modulo the devices;
+ *                      else 0
  *   DLRT_CUDA_SYNC     1: wait for every launch to finish, so that a fault
  *                      is reported by the launch of the op that caused it
  *                      (a debugging aid: it serializes host and GPU) */
@@ -1056,8 +1058,11 @@ DlrtStatus dlrt_cuda_wait_event(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEve
  * order the backward pass completes them (passes/plan_buckets.c), and the
  * step hands each bucket to a reducer as soon as it is complete, lets it
  * progress between the ops that follow, and waits for each bucket's sum
- * before that bucket's updates.  libdlrt_program's reducer sums over MPI
- * (runtime/program/distributed.c); a product may bring its own. */
+ * before that bucket's updates.  The same network's GPU table has the same
+ * step, its gradients in the same buckets on the device, and a reducer
+ * that only queues work on streams (DlrtCudaReducer).  libdlrt_program's
+ * reducers sum over MPI and, on GPUs, NCCL (runtime/program/distributed.c);
+ * a product may bring its own. */
 
 /* A bucket of the gradient buffer. */
 typedef struct DlrtBucket {
