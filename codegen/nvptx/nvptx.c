@@ -272,49 +272,47 @@ static void put_launch(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
     const NvLaunch *l = &g->nk.launches[k];
     const DlcOp *op = l->op;
     int index = op_index(net, op);
-    {
-        bool in_update = guard && (dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind));
-        put(o, "    %s{ /* %s */\n", in_update ? "if (update) " : "", dlc_op_info(op->kind)->name);
-        for (int i = 0; i < l->nptrs; i++) {
-            int s = l->ptrs[i];
-            bool ws_start = l->ws_per_n[i] == 0 && l->ws_fixed[i] == 0;
-            const char *at = s == NV_WORKSPACE
-                                 ? ws_start ? "net->work"
-                                            : dlc_arena_printf(&g->arena, "net->work + 4u * (%lld * net->max_batch + %lld)",
-                                                               (long long)l->ws_per_n[i], (long long)l->ws_fixed[i])
-                             : s >= NV_RESULT ? device_ptr(g, pp, plan, op->out[s - NV_RESULT])
-                                              : device_ptr(g, pp, plan, op->in[s]);
-            put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
-        }
-        for (int i = 1; i < l->nscalars; i++) {
-            int s = l->scalars[i];
-            if (s == NV_SC_LOOP)
-                put(o, "        int32_t s%d = loop;\n", i);
-            else if (s == NV_SC_SEED)
-                put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
-            else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
-                put(o, "        int32_t s%d = net->step;\n", i);
-            else if (op->kind == DLC_OP_CLIP_NORM) /* its largest norm, kept by the host's network */
-                put(o, "        float s%d = %s_clip(net->host);\n", i, g->infer->name);
-            else
-                put(o, "        float s%d = lr;\n", i);
-        }
-        put(o, "        void *args[] = {");
-        for (int i = 0; i < l->nptrs; i++)
-            put(o, "&p%d, ", i);
-        put(o, "&n32");
-        for (int i = 1; i < l->nscalars; i++)
-            put(o, ", &s%d", i);
-        put(o, "};\n");
-        put(o, "        int64_t items = %lld * n + %lld;\n", (long long)l->gx_per_n, (long long)l->gx_fixed);
-        put(o, "        const unsigned grid[3] = {(unsigned)((items + %lld) / %lld), %lld, %lld};\n",
-            (long long)(l->gx_div - 1), (long long)l->gx_div, (long long)l->gy, (long long)l->gz);
-        put(o, "        const unsigned block[3] = {%d, 1, 1};\n", l->block);
-        /* what the launch is for, in messages and profiles: "c1.1 (conv2d, kernel train_op0)" */
-        const char *name = op->nout ? op->out[0]->name : dlc_op_info(op->kind)->name;
-        put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s (%s, kernel %s)\", err)))\n"
-               "            return st;\n    }\n", k, name, dlc_op_info(op->kind)->name, l->kernel);
+    bool in_update = guard && (dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind));
+    put(o, "    %s{ /* %s */\n", in_update ? "if (update) " : "", dlc_op_info(op->kind)->name);
+    for (int i = 0; i < l->nptrs; i++) {
+        int s = l->ptrs[i];
+        bool ws_start = l->ws_per_n[i] == 0 && l->ws_fixed[i] == 0;
+        const char *at = s == NV_WORKSPACE
+                             ? ws_start ? "net->work"
+                                        : dlc_arena_printf(&g->arena, "net->work + 4u * (%lld * net->max_batch + %lld)",
+                                                           (long long)l->ws_per_n[i], (long long)l->ws_fixed[i])
+                         : s >= NV_RESULT ? device_ptr(g, pp, plan, op->out[s - NV_RESULT])
+                                          : device_ptr(g, pp, plan, op->in[s]);
+        put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
     }
+    for (int i = 1; i < l->nscalars; i++) {
+        int s = l->scalars[i];
+        if (s == NV_SC_LOOP)
+            put(o, "        int32_t s%d = loop;\n", i);
+        else if (s == NV_SC_SEED)
+            put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
+        else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
+            put(o, "        int32_t s%d = net->step;\n", i);
+        else if (op->kind == DLC_OP_CLIP_NORM) /* its largest norm, kept by the host's network */
+            put(o, "        float s%d = %s_clip(net->host);\n", i, g->infer->name);
+        else
+            put(o, "        float s%d = lr;\n", i);
+    }
+    put(o, "        void *args[] = {");
+    for (int i = 0; i < l->nptrs; i++)
+        put(o, "&p%d, ", i);
+    put(o, "&n32");
+    for (int i = 1; i < l->nscalars; i++)
+        put(o, ", &s%d", i);
+    put(o, "};\n");
+    put(o, "        int64_t items = %lld * n + %lld;\n", (long long)l->gx_per_n, (long long)l->gx_fixed);
+    put(o, "        const unsigned grid[3] = {(unsigned)((items + %lld) / %lld), %lld, %lld};\n",
+        (long long)(l->gx_div - 1), (long long)l->gx_div, (long long)l->gy, (long long)l->gz);
+    put(o, "        const unsigned block[3] = {%d, 1, 1};\n", l->block);
+    /* what the launch is for, in messages and profiles: "c1.1 (conv2d, kernel train_op0)" */
+    const char *name = op->nout ? op->out[0]->name : dlc_op_info(op->kind)->name;
+    put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s (%s, kernel %s)\", err)))\n"
+           "            return st;\n    }\n", k, name, dlc_op_info(op->kind)->name, l->kernel);
 }
 
 /* The launches of one network, in order, as a function. */
