@@ -640,7 +640,7 @@ int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o) {
                  "among %d ranks: give a multiple of %d (%lld or %lld)", (long long)o->batch,
                  s->size, s->size, (long long)(below ? below : above), (long long)above);
         why = buf;
-    } else if (m->nbuckets > 0 && m->grad_floats / s->size >= (int64_t)1 << 30)
+    } else if (!s->gpu && m->nbuckets > 0 && m->grad_floats / s->size >= (int64_t)1 << 30)
         why = "a bucket's chunk would not fit an MPI count: compile with a smaller --bucket-size";
     if (why) {
         if (s->rank == 0)
