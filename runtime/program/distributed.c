@@ -511,10 +511,10 @@ static void gpu_release(DistImpl *s) {
     s->cu = NULL;
 }
 
-/* --device cuda, more than one rank: NCCL here, and rank 0's identity of
- * the communicator sent to every rank.  The loading was checked by
- * agree(); false after a message. */
-static bool gpu_open(DistImpl *s) {
+/* --device cuda, more than one rank: rank 0's identity of the
+ * communicator sent to every rank (NCCL's loading was checked by agree());
+ * a failure stops the job. */
+static void gpu_open(DistImpl *s) {
     DlrtError err;
     if (s->rank == 0 && dlrt_nccl_unique_id(s->nccl, s->id, &err) != DLRT_OK)
         stop_job(s, err.message);
@@ -522,7 +522,6 @@ static bool gpu_open(DistImpl *s) {
     MPI_Ibcast(s->id, DLRT_NCCL_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
     wait_all(s, &req, NULL, 1, "NCCL's communicator");
     s->cuda_reducer = (DlrtCudaReducer){.ctx = s, .ready = gpu_ready, .wait = gpu_wait};
-    return true;
 }
 
 /* ---- starting and stopping ------------------------------------------------- */
@@ -649,7 +648,9 @@ int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o) {
     }
     if (s->gpu) { /* NCCL's reducer; none of the CPU's flights or thread */
         s->threaded = false;
-        return s->size > 1 && !gpu_open(s) ? 1 : 0;
+        if (s->size > 1)
+            gpu_open(s);
+        return 0;
     }
     s->nflights = m->nbuckets;
     s->flights = calloc((size_t)m->nbuckets + 1, sizeof *s->flights);
