@@ -28,6 +28,7 @@ typedef struct CUctx_st *CUcontext;
 typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
 typedef unsigned long long CUdeviceptr;
 typedef int CUjit_option;
 
@@ -47,6 +48,10 @@ enum {
     /* CUjit_option */
     CU_JIT_ERROR_LOG_BUFFER = 5,
     CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6,
+    /* CUevent_flags: an event only for ordering, never timed */
+    CU_EVENT_DISABLE_TIMING = 2,
+    /* CUstream_flags: no implicit ordering with the legacy default stream */
+    CU_STREAM_NON_BLOCKING = 1,
 };
 
 /* Dynamic shared memory a kernel may use without asking for more. */
@@ -89,7 +94,11 @@ enum {
     X(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2",                                      \
       (void *dst, CUdeviceptr src, size_t bytes, CUstream stream))                    \
     X(cuMemsetD8Async, "cuMemsetD8Async",                                             \
-      (CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream))
+      (CUdeviceptr dst, unsigned char value, size_t bytes, CUstream stream))             \
+    X(cuEventCreate, "cuEventCreate", (CUevent *event, unsigned flags))              \
+    X(cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                          \
+    X(cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))              \
+    X(cuStreamWaitEvent, "cuStreamWaitEvent", (CUstream stream, CUevent event, unsigned flags))
 
 struct DlrtCuda {
     void *lib;              /* dlopen's handle of libcuda */
@@ -193,10 +202,28 @@ static DlrtStatus load_driver(DlrtCuda *cu, const char *path, DlrtError *err) {
     return DLRT_OK;
 }
 
-/* The ordinal DLRT_CUDA_DEVICE names, 0 by default, among count devices. */
+/* The rank of this process among those of its job on this machine, as
+ * Open MPI's mpirun (or MPICH's, or Slurm) tells it; -1 outside a job. */
+static int local_rank(void) {
+    static const char *const vars[] = {"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID",
+                                       "SLURM_LOCALID"};
+    for (size_t i = 0; i < sizeof vars / sizeof *vars; i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long r = v && *v ? strtol(v, &end, 10) : -1;
+        if (v && *v && !*end && r >= 0 && r < (1L << 30))
+            return (int)r;
+    }
+    return -1;
+}
+
+/* The ordinal DLRT_CUDA_DEVICE names, among count devices; without it,
+ * under mpirun, the local rank modulo count (each rank of a machine its
+ * own GPU, docs/distributed.md), else 0. */
 static DlrtStatus pick_device(int count, int *ordinal, DlrtError *err) {
     const char *s = getenv("DLRT_CUDA_DEVICE");
-    *ordinal = 0;
+    int local = local_rank();
+    *ordinal = local >= 0 ? local % count : 0;
     if (!s || !*s)
         return DLRT_OK;
     char *end;
@@ -548,4 +575,82 @@ DlrtStatus dlrt_cuda_sync(DlrtCuda *cu, const char *what, DlrtError *err) {
     CUresult r = cu->api.cuStreamSynchronize(cu->stream);
     return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize",
                                                    "in", what, err);
+}
+
+/* ---- a second stream, and events between streams (data-parallel training) -- */
+
+DlrtStatus dlrt_cuda_bind(DlrtCuda *cu, const char *what, DlrtError *err) {
+    return bind(cu, what, err);
+}
+
+DlrtStatus dlrt_cuda_stream_new(DlrtCuda *cu, DlrtCudaStream *stream, const char *what,
+                                DlrtError *err) {
+    *stream = NULL;
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUstream s = NULL;
+    /* non-blocking: nothing orders it with the legacy default stream, which
+       libdlrt never uses but a library sharing the context may */
+    CUresult r = cu->api.cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamCreate", "for", what, err);
+    *stream = s;
+    return DLRT_OK;
+}
+
+void dlrt_cuda_stream_free(DlrtCuda *cu, DlrtCudaStream stream) {
+    if (cu && stream && cu->api.cuCtxSetCurrent(cu->ctx) == CUDA_SUCCESS) {
+        cu->api.cuStreamSynchronize(stream);
+        cu->api.cuStreamDestroy(stream);
+    }
+}
+
+DlrtStatus dlrt_cuda_stream_sync(DlrtCuda *cu, DlrtCudaStream stream, const char *what,
+                                 DlrtError *err) {
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUresult r = cu->api.cuStreamSynchronize(stream ? (CUstream)stream : cu->stream);
+    return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamSynchronize",
+                                                   "in", what, err);
+}
+
+DlrtStatus dlrt_cuda_event_new(DlrtCuda *cu, DlrtCudaEvent *event, const char *what,
+                               DlrtError *err) {
+    *event = NULL;
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUevent e = NULL;
+    CUresult r = cu->api.cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
+    if (r != CUDA_SUCCESS)
+        return cuda_fail(cu, DLRT_E_DEVICE, r, "cuEventCreate", "for", what, err);
+    *event = e;
+    return DLRT_OK;
+}
+
+void dlrt_cuda_event_free(DlrtCuda *cu, DlrtCudaEvent event) {
+    if (cu && event && cu->api.cuCtxSetCurrent(cu->ctx) == CUDA_SUCCESS)
+        cu->api.cuEventDestroy(event);
+}
+
+DlrtStatus dlrt_cuda_record(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent event,
+                            const char *what, DlrtError *err) {
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUresult r = cu->api.cuEventRecord(event, stream ? (CUstream)stream : cu->stream);
+    return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuEventRecord", "for",
+                                                   what, err);
+}
+
+DlrtStatus dlrt_cuda_wait_event(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent event,
+                                const char *what, DlrtError *err) {
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUresult r = cu->api.cuStreamWaitEvent(stream ? (CUstream)stream : cu->stream, event, 0);
+    return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamWaitEvent",
+                                                   "for", what, err);
 }

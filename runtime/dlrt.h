@@ -938,7 +938,9 @@ void dlrt_profile_close(DlrtProfile *p);
  *
  * Environment variables, read by dlrt_cuda_open:
  *   DLRT_CUDA_LIBRARY  the driver library to load (tests); libcuda.so.1
- *   DLRT_CUDA_DEVICE   the device's ordinal; 0
+ *   DLRT_CUDA_DEVICE   the device's ordinal; without it, under mpirun (or
+ *                      MPICH, or Slurm), the local rank modulo the devices;
+ *                      else 0
  *   DLRT_CUDA_SYNC     1: wait for every launch to finish, so that a fault
  *                      is reported by the launch of the op that caused it
  *                      (a debugging aid: it serializes host and GPU) */
@@ -1018,6 +1020,33 @@ DlrtStatus dlrt_cuda_launch(DlrtCuda *cu, DlrtCudaFunction fn, const unsigned gr
  * queued kernel's fault. */
 DlrtStatus dlrt_cuda_sync(DlrtCuda *cu, const char *what, DlrtError *err);
 
+/* A second stream and events, for work that runs beside the kernels' stream
+ * and is ordered with it: data-parallel training's gradient sums on NCCL's
+ * stream (runtime/program/distributed.c).  Everywhere, stream NULL is the
+ * kernels' stream (the object's). */
+typedef void *DlrtCudaStream;             /* a CUstream */
+typedef void *DlrtCudaEvent;              /* a CUevent (without timing) */
+/* Makes the object's context current on this thread, for a library that
+ * works on "the current device" (NCCL). */
+DlrtStatus dlrt_cuda_bind(DlrtCuda *cu, const char *what, DlrtError *err);
+DlrtStatus dlrt_cuda_stream_new(DlrtCuda *cu, DlrtCudaStream *stream, const char *what,
+                                DlrtError *err);
+/* Waits for the stream's work, then destroys it; NULL is fine. */
+void dlrt_cuda_stream_free(DlrtCuda *cu, DlrtCudaStream stream);
+/* Waits until everything queued on stream is done. */
+DlrtStatus dlrt_cuda_stream_sync(DlrtCuda *cu, DlrtCudaStream stream, const char *what,
+                                 DlrtError *err);
+DlrtStatus dlrt_cuda_event_new(DlrtCuda *cu, DlrtCudaEvent *event, const char *what,
+                               DlrtError *err);
+/* NULL is fine. */
+void dlrt_cuda_event_free(DlrtCuda *cu, DlrtCudaEvent event);
+/* The event happens when the work queued on stream so far is done. */
+DlrtStatus dlrt_cuda_record(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent event,
+                            const char *what, DlrtError *err);
+/* The work queued on stream from now on waits for the event's last record. */
+DlrtStatus dlrt_cuda_wait_event(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent event,
+                                const char *what, DlrtError *err);
+
 /* ------------------------------------------------------------------------ */
 /* data-parallel training: what a generated step and its reducer share      */
 /* ------------------------------------------------------------------------ */
@@ -1029,8 +1058,11 @@ DlrtStatus dlrt_cuda_sync(DlrtCuda *cu, const char *what, DlrtError *err);
  * order the backward pass completes them (passes/plan_buckets.c), and the
  * step hands each bucket to a reducer as soon as it is complete, lets it
  * progress between the ops that follow, and waits for each bucket's sum
- * before that bucket's updates.  libdlrt_program's reducer sums over MPI
- * (runtime/program/distributed.c); a product may bring its own. */
+ * before that bucket's updates.  The same network's GPU table has the same
+ * step, its gradients in the same buckets on the device, and a reducer
+ * that only queues work on streams (DlrtCudaReducer).  libdlrt_program's
+ * reducers sum over MPI and, on GPUs, NCCL (runtime/program/distributed.c);
+ * a product may bring its own. */
 
 /* A bucket of the gradient buffer. */
 typedef struct DlrtBucket {
@@ -1055,6 +1087,20 @@ typedef struct DlrtReducer {
        slow) stops the step with err */
     DlrtStatus (*wait)(void *ctx, int bucket, DlrtError *err);
 } DlrtReducer;
+
+/* The GPU's step calls these instead: the gradients are in device memory
+ * and the calls only queue work.  ready is called once bucket's last
+ * gradient kernel is queued on cu's stream: the sum must run after it (an
+ * event), on a stream of the reducer's own, with this rank's part
+ * multiplied by scale first (its rows over the batch's: the ranks' losses
+ * are means over their own rows).  wait makes cu's stream wait for the sum
+ * (an event back) before the bucket's updates are queued. */
+typedef struct DlrtCudaReducer {
+    void *ctx;                 /* the reducer's own */
+    DlrtStatus (*ready)(void *ctx, DlrtCuda *cu, int bucket, DlrtDevicePtr data,
+                        int64_t count, float scale, DlrtError *err);
+    DlrtStatus (*wait)(void *ctx, DlrtCuda *cu, int bucket, DlrtError *err);
+} DlrtCudaReducer;
 
 /* ------------------------------------------------------------------------ */
 /* program/: libdlrt_program, not libdlrt                                   */
@@ -1225,6 +1271,12 @@ typedef struct DlrtModel {
     DlrtStatus (*train_step_dist)(void *net, int64_t n, int64_t total, const float *x,
                                   const int32_t *labels, float lr, float *loss,
                                   const DlrtReducer *r, DlrtError *err);
+    /* the GPU table's distributed step: the same, with the gradients in the
+       same bucket plan on the device, summed through a DlrtCudaReducer;
+       NULL in a CPU table and where the network has no distributed step */
+    DlrtStatus (*train_step_dist_cuda)(void *net, int64_t n, int64_t total, const float *x,
+                                       const int32_t *labels, float lr, float *loss,
+                                       const DlrtCudaReducer *r, DlrtError *err);
     const char *dlc;           /* the dlc that built the program, for
                                   --version and info: "dlc 0.1.0 (commit
                                   1a2b3c4d5e6f)"; set by the main that

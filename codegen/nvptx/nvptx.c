@@ -32,6 +32,7 @@
 
 #include "../codegen.h"
 #include "../cpu/out.h"
+#include "../../passes/plan_buckets.h"
 #include "../../passes/plan_memory.h"
 #include "nvptx.h"
 
@@ -69,6 +70,8 @@ typedef struct Gpu {
     char *ptx;                 /* malloc'd */
     LLVMContextRef llvm;
     LLVMModuleRef mod;
+    const DlcBucketPlan *dist; /* while the distributed step is written: its
+                                  gradients live in net->grads, in this plan */
 } Gpu;
 
 static bool build_kernels(Gpu *g) {
@@ -233,6 +236,9 @@ static void add_params(DlcArena *arena, Params *p, const DlcNetwork *net) {
 
 /* The device address of value v (in bytes from the named base). */
 static const char *device_ptr(Gpu *g, const Params *pp, const DlcMemPlan *plan, const DlcValue *v) {
+    const DlcBucketGrad *bg = g->dist ? dlc_bucket_of_value(g->dist, v) : NULL;
+    if (bg) /* the distributed step: a gradient where its bucket holds it */
+        return dlc_arena_printf(&g->arena, "net->grads + 4u * %lld", (long long)bg->offset);
     switch (v->kind) {
     case DLC_VAL_PARAM:
         return dlc_arena_printf(&g->arena, "net->params + 4u * %lld",
@@ -251,6 +257,64 @@ static const char *device_ptr(Gpu *g, const Params *pp, const DlcMemPlan *plan, 
     return "0";
 }
 
+/* The index of op in net. */
+static int op_index(const DlcNetwork *net, const DlcOp *op) {
+    int index = 0;
+    while (net->ops[index] != op)
+        index++;
+    return index;
+}
+
+/* Launch k, as a block of statements; `guard` puts an update's (or
+ * clipping's) under `if (update)`: the step without it skips both. */
+static void put_launch(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
+                       const DlcMemPlan *plan, int k, bool guard) {
+    const NvLaunch *l = &g->nk.launches[k];
+    const DlcOp *op = l->op;
+    int index = op_index(net, op);
+    bool in_update = guard && (dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind));
+    put(o, "    %s{ /* %s */\n", in_update ? "if (update) " : "", dlc_op_info(op->kind)->name);
+    for (int i = 0; i < l->nptrs; i++) {
+        int s = l->ptrs[i];
+        bool ws_start = l->ws_per_n[i] == 0 && l->ws_fixed[i] == 0;
+        const char *at = s == NV_WORKSPACE
+                             ? ws_start ? "net->work"
+                                        : dlc_arena_printf(&g->arena, "net->work + 4u * (%lld * net->max_batch + %lld)",
+                                                           (long long)l->ws_per_n[i], (long long)l->ws_fixed[i])
+                         : s >= NV_RESULT ? device_ptr(g, pp, plan, op->out[s - NV_RESULT])
+                                          : device_ptr(g, pp, plan, op->in[s]);
+        put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
+    }
+    for (int i = 1; i < l->nscalars; i++) {
+        int s = l->scalars[i];
+        if (s == NV_SC_LOOP)
+            put(o, "        int32_t s%d = loop;\n", i);
+        else if (s == NV_SC_SEED)
+            put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
+        else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
+            put(o, "        int32_t s%d = net->step;\n", i);
+        else if (op->kind == DLC_OP_CLIP_NORM) /* its largest norm, kept by the host's network */
+            put(o, "        float s%d = %s_clip(net->host);\n", i, g->infer->name);
+        else
+            put(o, "        float s%d = lr;\n", i);
+    }
+    put(o, "        void *args[] = {");
+    for (int i = 0; i < l->nptrs; i++)
+        put(o, "&p%d, ", i);
+    put(o, "&n32");
+    for (int i = 1; i < l->nscalars; i++)
+        put(o, ", &s%d", i);
+    put(o, "};\n");
+    put(o, "        int64_t items = %lld * n + %lld;\n", (long long)l->gx_per_n, (long long)l->gx_fixed);
+    put(o, "        const unsigned grid[3] = {(unsigned)((items + %lld) / %lld), %lld, %lld};\n",
+        (long long)(l->gx_div - 1), (long long)l->gx_div, (long long)l->gy, (long long)l->gz);
+    put(o, "        const unsigned block[3] = {%d, 1, 1};\n", l->block);
+    /* what the launch is for, in messages and profiles: "c1.1 (conv2d, kernel train_op0)" */
+    const char *name = op->nout ? op->out[0]->name : dlc_op_info(op->kind)->name;
+    put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s (%s, kernel %s)\", err)))\n"
+           "            return st;\n    }\n", k, name, dlc_op_info(op->kind)->name, l->kernel);
+}
+
 /* The launches of one network, in order, as a function. */
 static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, const DlcMemPlan *plan,
                     int first, int end, const char *tag, bool train) {
@@ -260,60 +324,100 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
     int loop_end = -1; /* the last launch of the loop being written */
     for (int k = first; k < end; k++) {
         const NvLaunch *l = &g->nk.launches[k];
-        const DlcOp *op = l->op;
-        int index = 0;
-        while (net->ops[index] != op)
-            index++;
         if (l->loop_steps > 0) { /* a recurrent layer's steps, one after the other */
             put(o, "    for (int32_t loop = 0; loop < %lld; loop++) {\n", (long long)l->loop_steps);
             loop_end = k + l->loop_len - 1;
         }
-        /* clipping belongs to the update: the step without it skips both */
-        bool in_update = dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind);
-        put(o, "    %s{ /* %s */\n", in_update ? "if (update) " : "", dlc_op_info(op->kind)->name);
-        for (int i = 0; i < l->nptrs; i++) {
-            int s = l->ptrs[i];
-            bool ws_start = l->ws_per_n[i] == 0 && l->ws_fixed[i] == 0;
-            const char *at = s == NV_WORKSPACE
-                                 ? ws_start ? "net->work"
-                                            : dlc_arena_printf(&g->arena, "net->work + 4u * (%lld * net->max_batch + %lld)",
-                                                               (long long)l->ws_per_n[i], (long long)l->ws_fixed[i])
-                             : s >= NV_RESULT ? device_ptr(g, pp, plan, op->out[s - NV_RESULT])
-                                              : device_ptr(g, pp, plan, op->in[s]);
-            put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
-        }
-        for (int i = 1; i < l->nscalars; i++) {
-            int s = l->scalars[i];
-            if (s == NV_SC_LOOP)
-                put(o, "        int32_t s%d = loop;\n", i);
-            else if (s == NV_SC_SEED)
-                put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
-            else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
-                put(o, "        int32_t s%d = net->step;\n", i);
-            else if (op->kind == DLC_OP_CLIP_NORM) /* its largest norm, kept by the host's network */
-                put(o, "        float s%d = %s_clip(net->host);\n", i, g->infer->name);
-            else
-                put(o, "        float s%d = lr;\n", i);
-        }
-        put(o, "        void *args[] = {");
-        for (int i = 0; i < l->nptrs; i++)
-            put(o, "&p%d, ", i);
-        put(o, "&n32");
-        for (int i = 1; i < l->nscalars; i++)
-            put(o, ", &s%d", i);
-        put(o, "};\n");
-        put(o, "        int64_t items = %lld * n + %lld;\n", (long long)l->gx_per_n, (long long)l->gx_fixed);
-        put(o, "        const unsigned grid[3] = {(unsigned)((items + %lld) / %lld), %lld, %lld};\n",
-            (long long)(l->gx_div - 1), (long long)l->gx_div, (long long)l->gy, (long long)l->gz);
-        put(o, "        const unsigned block[3] = {%d, 1, 1};\n", l->block);
-        /* what the launch is for, in messages and profiles: "c1.1 (conv2d, kernel train_op0)" */
-        const char *name = op->nout ? op->out[0]->name : dlc_op_info(op->kind)->name;
-        put(o, "        if (grid[0] > 0 && (st = dlrt_cuda_launch(net->cu, net->fn[%d], grid, block, 0, args, \"%s (%s, kernel %s)\", err)))\n"
-               "            return st;\n    }\n", k, name, dlc_op_info(op->kind)->name, l->kernel);
+        put_launch(g, o, pp, net, plan, k, train);
         if (k == loop_end)
             put(o, "    }\n");
     }
     put(o, "    return DLRT_OK;\n}\n");
+}
+
+/* ---- data-parallel training: the step of one rank ---------------------------------- */
+
+/* Whether op belongs to the update phase, which runs once the sums are
+ * there: updates and clipping (which needs every gradient's sum); as the
+ * CPU's distributed step (codegen/cpu/cpu.c) has it. */
+static bool dist_deferred(const DlcOp *op) {
+    return dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind) ||
+           op->kind == DLC_OP_PARAM_GRAD;
+}
+
+/* The update phase's launches of bucket `bucket`'s updates, in order; -1:
+ * those of no bucket (with clipping, all of them, after every sum). */
+static void put_updates(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
+                        const DlcMemPlan *plan, int bucket, bool clips) {
+    for (int k = g->first_train; k < g->nk.nlaunches; k++) {
+        const DlcOp *op = g->nk.launches[k].op;
+        const DlcBucketGrad *bg = dlc_bucket_of_update(g->dist, op);
+        if (!dist_deferred(op))
+            continue;
+        bool mine = bucket >= 0 ? !clips && bg && bg->bucket == bucket : clips || !bg;
+        if (mine)
+            put_launch(g, o, pp, net, plan, k, false);
+    }
+}
+
+/* run_dist: the training step's launches with every gradient in its bucket
+ * of net->grads (the CPU's plan, passes/plan_buckets.c).  After the last
+ * launch of the op that completes a bucket, r->ready queues its sum behind
+ * the kernels queued so far; before a bucket's updates, r->wait makes the
+ * stream wait for it.  Nothing here blocks: the host queues the whole step
+ * and the GPU overlaps each bucket's sum with the backward pass after it. */
+static void put_run_dist(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
+                         const DlcMemPlan *plan, const DlcBucketPlan *bp) {
+    g->dist = bp;
+    bool clips = false;
+    for (int i = 0; i < net->nops; i++)
+        clips |= dlc_op_is_clip(net->ops[i]->kind);
+    put(o, "\nstatic DlrtStatus run_dist(%sCuda *net, int64_t n, float lr, float scale,\n"
+           "                           const DlrtCudaReducer *r, DlrtError *err) {\n"
+           "    int32_t n32 = (int32_t)n;\n    DlrtStatus st;\n"
+           "    if (n == 0) { /* no sample for this rank: it adds zeros */\n"
+           "        if ((st = dlrt_cuda_zero(net->cu, net->grads, sizeof(float) * GRAD_FLOATS, \"the gradients\", err)))\n"
+           "            return st;\n"
+           "        for (int b = 0; r && b < NBUCKETS; b++)\n"
+           "            if ((st = r->ready(r->ctx, net->cu, b, net->grads + 4u * DIST_PLAN[b][0], DIST_PLAN[b][1], scale, err)))\n"
+           "                return st;\n"
+           "    } else {\n", g->infer->name);
+    int loop_end = -1;
+    bool *due = calloc((size_t)bp->nbuckets + 1, sizeof *due); /* complete, not yet handed over */
+    for (int k = g->first_train; k < g->nk.nlaunches; k++) {
+        const NvLaunch *l = &g->nk.launches[k];
+        if (l->loop_steps > 0) {
+            put(o, "    for (int32_t loop = 0; loop < %lld; loop++) {\n", (long long)l->loop_steps);
+            loop_end = k + l->loop_len - 1;
+        }
+        if (!dist_deferred(l->op))
+            put_launch(g, o, pp, net, plan, k, false);
+        if (k == loop_end)
+            put(o, "    }\n");
+        bool last = k + 1 == g->nk.nlaunches || g->nk.launches[k + 1].op != l->op;
+        for (int b = 0; last && b < bp->nbuckets; b++)
+            due[b] |= bp->buckets[b].ready == op_index(net, l->op);
+        if (loop_end >= k && k != loop_end)
+            continue; /* inside a recurrent layer's loop: after it */
+        for (int b = 0; b < bp->nbuckets; b++)
+            if (due[b]) {
+                put(o, "    if (r && (st = r->ready(r->ctx, net->cu, %d, net->grads + 4u * %lld, %lld, scale, err))) /* bucket %d is complete */\n"
+                       "        return st;\n", b, (long long)bp->buckets[b].offset,
+                    (long long)bp->buckets[b].count, b);
+                due[b] = false;
+            }
+    }
+    free(due);
+    put(o, "    }\n");
+    /* the update phase: each bucket's updates behind its sum; with
+       clipping, all of them behind every sum */
+    for (int b = 0; b < bp->nbuckets; b++) {
+        put(o, "    if (r && (st = r->wait(r->ctx, net->cu, %d, err)))\n        return st;\n", b);
+        put_updates(g, o, pp, net, plan, b, clips);
+    }
+    put_updates(g, o, pp, net, plan, -1, clips);
+    put(o, "    return DLRT_OK;\n}\n");
+    g->dist = NULL;
 }
 
 /* The input's values per sample: floats, or token ids (i32, as many). */
@@ -429,11 +533,23 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         (long long)pp.floats, (long long)part0, (long long)part1, (long long)work,
         (long long)max_input_floats(net), (long long)dlc_type_numel(&out0->type), pp.count,
         (long long)per, (long long)fix, (long long)work_per_n, (long long)label_steps, (long long)vocab);
+    /* the CPU's bucket plan, planned again from the same network and cap:
+       the step checks at run time that the CPU's table agrees */
+    DlcBucketPlan bp = {0};
+    if (tn && loss)
+        dlc_plan_buckets(&g->arena, tn, opt->bucket_bytes, &bp);
+    put(&o, "#define NBUCKETS %d\n#define GRAD_FLOATS %lld\n", bp.nbuckets, (long long)bp.floats);
+    put(&o, "static const int64_t DIST_PLAN[%d][2] = {", bp.nbuckets ? bp.nbuckets : 1);
+    for (int b = 0; b < bp.nbuckets; b++)
+        put(&o, "%s{%lld, %lld}", b ? ", " : "", (long long)bp.buckets[b].offset,
+            (long long)bp.buckets[b].count);
+    put(&o, "%s};\n\n", bp.nbuckets ? "" : "{0, 0}");
     put(&o, "typedef struct %sCuda {\n"
             "    %s *host;            /* batch 1 on the CPU: initialization, checkpoints */\n"
             "    DlrtCuda *cu;\n"
             "    DlrtCudaFunction fn[%d];\n"
             "    DlrtDevicePtr params, act, work, x, labels, out;\n"
+            "    DlrtDevicePtr grads;     /* the distributed step's gradients, in buckets (0 until it runs) */\n"
             "    float *pinned_x, *pinned_out;  /* staging for batches and results */\n"
             "    int32_t *pinned_labels;\n"
             "    float *pinned_loss;\n"
@@ -447,6 +563,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
     if (tn) {
         put(&o, "\n/* ---- training step: network @%s ---- */\n", tn->name);
         put_run(g, &o, &pp, tn, &st, g->first_train, g->nk.nlaunches, "train", true);
+        if (loss)
+            put_run_dist(g, &o, &pp, tn, &st, &bp);
     }
     put(&o, "\n/* ---- the API, as a DlrtModel ---- */\n\n");
     put(&o,
@@ -457,6 +575,7 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        dlrt_cuda_free(net->cu, net->params);\n        dlrt_cuda_free(net->cu, net->act);\n"
         "        dlrt_cuda_free(net->cu, net->work);\n        dlrt_cuda_free(net->cu, net->x);\n"
         "        dlrt_cuda_free(net->cu, net->labels);\n        dlrt_cuda_free(net->cu, net->out);\n"
+        "        dlrt_cuda_free(net->cu, net->grads);\n"
         "        dlrt_cuda_host_free(net->cu, net->pinned_x);\n        dlrt_cuda_host_free(net->cu, net->pinned_out);\n"
         "        dlrt_cuda_host_free(net->cu, net->pinned_labels);\n        dlrt_cuda_host_free(net->cu, net->pinned_loss);\n"
         "        dlrt_cuda_close(net->cu);\n    }\n"
@@ -575,6 +694,34 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
             "static DlrtStatus cuda_gradients(void *net, int64_t n, const float *x, const int32_t *labels,\n"
             "                                 float *loss, DlrtError *err) {\n"
             "    return step(net, n, x, labels, false, 0, loss, err);\n}\n\n", p, loss_ptr);
+        put(&o,
+            "/* One rank's step of data-parallel training (docs/distributed.md): its n\n"
+            " * rows of a batch of total, the gradients in the CPU's buckets on the\n"
+            " * device, summed through r (NULL: this rank's alone), each rank's part\n"
+            " * weighted by n / total, as its loss is. */\n"
+            "static DlrtStatus cuda_train_step_dist(void *v, int64_t n, int64_t total, const float *x,\n"
+            "                                       const int32_t *labels, float lr, float *loss,\n"
+            "                                       const DlrtCudaReducer *r, DlrtError *err) {\n"
+            "    %sCuda *net = v;\n"
+            "    bool same = %s_model.nbuckets == NBUCKETS && %s_model.grad_floats == GRAD_FLOATS;\n"
+            "    for (int b = 0; same && b < NBUCKETS; b++)\n"
+            "        same = %s_model.buckets[b].offset == DIST_PLAN[b][0] && %s_model.buckets[b].count == DIST_PLAN[b][1];\n"
+            "    if (!same)\n"
+            "        return dlrt_fail(err, DLRT_E_ARG, \"internal error: the CPU and GPU code disagree on the gradients' buckets\");\n"
+            "    if (n < 0 || n > net->max_batch || total < n || total < 1)\n"
+            "        return dlrt_fail(err, DLRT_E_ARG, \"%%lld samples of a batch of %%lld; this network takes 0 to %%lld\", (long long)n, (long long)total, (long long)net->max_batch);\n"
+            "    DlrtStatus st = DLRT_OK;\n"
+            "    if (!net->grads)\n"
+            "        st = dlrt_cuda_alloc(net->cu, sizeof(float) * GRAD_FLOATS + 4, &net->grads, \"the gradients' buckets\", err);\n"
+            "    if (!st && n > 0)\n        st = upload_batch(net, n, x, labels, err);\n"
+            "    if (st)\n        return st;\n"
+            "    net->step++;\n    net->host_stale = true;\n"
+            "    float scale = (float)n / (float)total;\n"
+            "    st = run_dist(net, n, lr, scale, r, err);\n"
+            "    if (!st && n > 0) st = dlrt_cuda_download(net->cu, net->pinned_loss, %s, sizeof(float), \"the loss\", err);\n"
+            "    if (!st) st = dlrt_cuda_sync(net->cu, \"the training step\", err);\n"
+            "    if (!st) *loss = n > 0 ? *net->pinned_loss * scale : 0;\n"
+            "    return st;\n}\n\n", p, p, p, p, p, loss_ptr);
         /* where each tensor's gradient lives on the device */
         put(&o, "static DlrtTensor cuda_gradient(void *v, int i) {\n    %sCuda *net = v;\n"
                 "    static const int64_t at[%d] = {", p, pp.count ? pp.count : 1);
@@ -630,10 +777,12 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        table.save = cuda_save;\n        table.load = cuda_load;\n"
         "        table.check = NULL;\n"
         "        table.freeze = NULL; /* the CPU's packing of weights; the GPU's kernels read them as stored */\n"
-        "        table.train_step_dist = NULL; /* no distributed step on the GPU yet (docs/distributed.md) */\n", p, p);
+        "        table.train_step_dist = NULL; /* the GPU's is train_step_dist_cuda */\n", p, p);
     if (tn && loss)
         put(&o, "        table.train_step = cuda_train_step;\n        table.gradients = cuda_gradients;\n"
-                "        table.gradient = cuda_gradient;\n");
+                "        table.gradient = cuda_gradient;\n"
+                "        /* where the CPU's code has a distributed step, so has the GPU's */\n"
+                "        table.train_step_dist_cuda = %s_model.train_step_dist ? cuda_train_step_dist : NULL;\n", p);
     if (clip)
         put(&o, "        table.set_clip = cuda_set_clip;\n");
     put(&o, "    }\n    return &table;\n}\n");

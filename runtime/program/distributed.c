@@ -37,6 +37,18 @@
  * others.  DLRT_DIST_FAULT=kill:R:S or hang:R:S makes rank R die (SIGKILL)
  * or stop answering before its step S, for the tests of those two cases.
  *
+ * On GPUs (--device cuda) the step's gradients are in device memory, in
+ * the same buckets, and the sums are NCCL's (nccl.c, loaded at run time):
+ * rank 0 makes the communicator's identity and sends it to the others over
+ * MPI, each rank joins on its GPU at its first step, and each bucket's
+ * ncclAllReduce runs on a stream of NCCL's own, after an event recorded on
+ * the kernels' stream when the bucket's last gradient kernel is queued;
+ * the bucket's updates wait for an event recorded after the sum.  The host
+ * only queues: nothing blocks until the step's end.  NCCL adds in an order
+ * of its own (not rank order), so the GPU's sums are not deterministic
+ * across ranks counts the way the CPU's are; every rank still gets the
+ * same sum.
+ *
  * A build without MPI (libopenmpi-dev absent when dlc was built) compiles
  * the part of this file that refuses to train under mpirun, saying so.
  * The rest of libdlrt_program calls no MPI function: only this file. */
@@ -111,6 +123,7 @@ bool dlrt_dist_same_weights(DlrtDist *d, const DlrtModel *m, void *net) {
     return true;
 }
 void dlrt_dist_step(DlrtDist *d, int64_t step) { (void)d, (void)step; }
+const DlrtCudaReducer *dlrt_dist_cuda_reducer(DlrtDist *d) { (void)d; return NULL; }
 
 #else /* DLRT_HAVE_MPI */
 
@@ -161,6 +174,16 @@ typedef struct DistImpl {
     double waited;          /* seconds the steps spent in wait: communication
                                the backward pass did not hide */
     int64_t steps;          /* steps summed */
+    /* --device cuda: NCCL's sums on the GPU */
+    bool gpu;               /* the GPU's step and reducer, not the above */
+    DlrtNccl *nccl;         /* loaded in open (more than one rank) */
+    unsigned char id[DLRT_NCCL_ID_BYTES]; /* the communicator's, from rank 0 */
+    DlrtCuda *cu;           /* the network's GPU, from the first ready; NULL
+                               until NCCL's communicator is joined */
+    DlrtCudaStream stream;  /* NCCL's own */
+    DlrtCudaEvent *computed;/* a bucket's gradients are there (kernels' stream) */
+    DlrtCudaEvent *summed_ev; /* its sum is there (NCCL's stream) */
+    DlrtCudaReducer cuda_reducer;
 } DistImpl;
 
 bool dlrt_dist_built(void) { return true; }
@@ -412,12 +435,101 @@ static DlrtStatus thread_wait(void *ctx, int b, DlrtError *err) {
     return DLRT_OK;
 }
 
+/* ---- the GPU's reducer: NCCL ------------------------------------------------- */
+
+/* The first bucket of the run: NCCL's communicator on the network's GPU
+ * (every rank gets here at its first step, the last ranks of a short batch
+ * included, which hand over zeros), its stream and the events. */
+static DlrtStatus gpu_join(DistImpl *s, DlrtCuda *cu, DlrtError *err) {
+    DlrtStatus st = dlrt_cuda_bind(cu, "NCCL's communicator", err);
+    if (!st)
+        st = dlrt_nccl_init(s->nccl, s->size, s->id, s->rank, err);
+    s->cu = cu; /* from here close releases what is taken */
+    if (!st)
+        st = dlrt_cuda_stream_new(cu, &s->stream, "NCCL's stream", err);
+    int n = s->m->nbuckets;
+    s->computed = calloc((size_t)n + 1, sizeof *s->computed);
+    s->summed_ev = calloc((size_t)n + 1, sizeof *s->summed_ev);
+    if (!st && (!s->computed || !s->summed_ev))
+        st = dlrt_fail(err, DLRT_E_NOMEM, "out of memory");
+    for (int b = 0; !st && b < n; b++)
+        if (!(st = dlrt_cuda_event_new(cu, &s->computed[b], "a bucket's gradients", err)))
+            st = dlrt_cuda_event_new(cu, &s->summed_ev[b], "a bucket's sum", err);
+    if (!st && s->rank == 0) { /* what the run uses, once it is there */
+        int v = dlrt_nccl_version(s->nccl);
+        fprintf(stderr, "%s: %d ranks, one GPU each (rank 0: %s): the gradients summed by NCCL "
+                "%d.%d.%d (%s) on a stream of its own\n", s->m->name, s->size,
+                dlrt_cuda_device_name(cu), v / 10000, v / 100 % 100, v % 100,
+                dlrt_nccl_loaded(s->nccl));
+    }
+    return st;
+}
+
+static DlrtStatus gpu_ready(void *ctx, DlrtCuda *cu, int b, DlrtDevicePtr data, int64_t count,
+                            float scale, DlrtError *err) {
+    DistImpl *s = ctx;
+    DlrtStatus st = DLRT_OK;
+    if (!s->cu && (st = gpu_join(s, cu, err)) != DLRT_OK)
+        return st;
+    if (cu != s->cu)
+        return dlrt_fail(err, DLRT_E_ARG, "internal error: the distributed step changed GPUs");
+    char what[64];
+    snprintf(what, sizeof what, "the gradients of bucket %d", b);
+    if (!(st = dlrt_cuda_record(cu, NULL, s->computed[b], what, err)) &&
+        !(st = dlrt_cuda_wait_event(cu, s->stream, s->computed[b], what, err)) &&
+        !(st = dlrt_nccl_allreduce(s->nccl, data, count, scale, s->stream, what, err)))
+        st = dlrt_cuda_record(cu, s->stream, s->summed_ev[b], what, err);
+    return st;
+}
+
+static DlrtStatus gpu_wait(void *ctx, DlrtCuda *cu, int b, DlrtError *err) {
+    DistImpl *s = ctx;
+    if (!s->cu)
+        return dlrt_fail(err, DLRT_E_ARG, "internal error: a bucket's sum waited for before "
+                         "any was started");
+    return dlrt_cuda_wait_event(cu, NULL, s->summed_ev[b], "the gradients' sum", err);
+}
+
+/* Everything NCCL's: before the network (and its GPU context) goes. */
+static void gpu_release(DistImpl *s) {
+    if (s->cu) {
+        DlrtError err;
+        dlrt_cuda_stream_sync(s->cu, s->stream, "NCCL's stream", &err);
+        dlrt_cuda_bind(s->cu, "NCCL's communicator", &err);
+    }
+    dlrt_nccl_close(s->nccl);
+    s->nccl = NULL;
+    for (int b = 0; s->cu && b < s->m->nbuckets; b++) {
+        dlrt_cuda_event_free(s->cu, s->computed ? s->computed[b] : NULL);
+        dlrt_cuda_event_free(s->cu, s->summed_ev ? s->summed_ev[b] : NULL);
+    }
+    dlrt_cuda_stream_free(s->cu, s->stream);
+    free(s->computed);
+    free(s->summed_ev);
+    s->computed = s->summed_ev = NULL;
+    s->stream = NULL;
+    s->cu = NULL;
+}
+
+/* --device cuda, more than one rank: rank 0's identity of the
+ * communicator sent to every rank (NCCL's loading was checked by agree());
+ * a failure stops the job. */
+static void gpu_open(DistImpl *s) {
+    DlrtError err;
+    if (s->rank == 0 && dlrt_nccl_unique_id(s->nccl, s->id, &err) != DLRT_OK)
+        stop_job(s, err.message);
+    MPI_Request req;
+    MPI_Ibcast(s->id, DLRT_NCCL_ID_BYTES, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
+    wait_all(s, &req, NULL, 1, "NCCL's communicator");
+    s->cuda_reducer = (DlrtCudaReducer){.ctx = s, .ready = gpu_ready, .wait = gpu_wait};
+}
+
 /* ---- starting and stopping ------------------------------------------------- */
 
 /* What every rank must agree on before training: the network, and the
  * options that decide the steps. */
 enum { AGREE_HASH, AGREE_BATCH, AGREE_SEED, AGREE_EPOCHS, AGREE_LIMIT, AGREE_LR, AGREE_CLIP,
-       AGREE_COUNT };
+       AGREE_DEVICE, AGREE_NCCL, AGREE_COUNT };
 
 static uint64_t bits_of(double x) {
     uint64_t u;
@@ -431,7 +543,8 @@ static bool agree(DistImpl *s, const Options *o) {
     uint64_t mine[AGREE_COUNT] = {
         [AGREE_HASH] = s->m->hash, [AGREE_BATCH] = (uint64_t)o->batch, [AGREE_SEED] = o->seed,
         [AGREE_EPOCHS] = (uint64_t)o->epochs, [AGREE_LIMIT] = (uint64_t)o->limit,
-        [AGREE_LR] = bits_of(o->lr), [AGREE_CLIP] = bits_of(o->clip)};
+        [AGREE_LR] = bits_of(o->lr), [AGREE_CLIP] = bits_of(o->clip), [AGREE_DEVICE] = s->gpu,
+        [AGREE_NCCL] = s->nccl != NULL};
     uint64_t *all = malloc(sizeof *all * AGREE_COUNT * (size_t)s->size);
     if (!all)
         stop_job(s, "out of memory");
@@ -440,7 +553,7 @@ static bool agree(DistImpl *s, const Options *o) {
                    MPI_COMM_WORLD, &req);
     wait_all(s, &req, NULL, 1, "checking the network and the options");
     static const char *const what[AGREE_COUNT] = {"", "--batch", "--seed", "--epochs",
-                                                  "--limit", "--lr", "--clip"};
+                                                  "--limit", "--lr", "--clip", "--device"};
     bool ok = true;
     for (int r = 1; r < s->size && ok; r++)
         for (int k = 0; k < AGREE_COUNT && ok; k++) {
@@ -454,6 +567,11 @@ static bool agree(DistImpl *s, const Options *o) {
                         "%016llx, not %016llx): every rank must run a program compiled from "
                         "the same network\n", s->m->name, r,
                         (unsigned long long)all[r * AGREE_COUNT], (unsigned long long)all[0]);
+            else if (k == AGREE_NCCL)
+                fprintf(stderr, "%s: rank %d %s NCCL (%s) where rank 0 %s: every rank's "
+                        "machine needs it to train on GPUs\n", s->m->name, r,
+                        all[r * AGREE_COUNT + k] ? "can load" : "cannot load", dlrt_nccl_path(),
+                        all[k] ? "can" : "cannot");
             else
                 fprintf(stderr, "%s: rank %d was given another %s than rank 0: every rank must "
                         "train with the same options\n", s->m->name, r, what[k]);
@@ -495,30 +613,44 @@ int dlrt_dist_open(DlrtDist *d, const DlrtModel *m, const Options *o) {
     if (threaded && !s->threaded && s->rank == 0)
         fprintf(stderr, "%s: warning: this MPI cannot give a thread of its own the MPI calls "
                 "(MPI_THREAD_SERIALIZED): polling between ops instead\n", m->name);
+    /* the GPU's sums are NCCL's: every rank tries to load it, and agree()
+       compares */
+    s->gpu = strcmp(dlrt_device_name(m), "cuda") == 0;
+    char nccl_why[512] = "";
+    if (s->gpu && s->size > 1)
+        s->nccl = dlrt_nccl_load(nccl_why, sizeof nccl_why);
     if (!agree(s, o))
         return 2;
     /* the same for every rank now, so each says the same; rank 0 prints */
     const char *why = NULL;
-    char buf[256];
-    if (!m->train_step_dist)
-        why = strcmp(dlrt_device_name(m), "cpu") != 0
-                  ? "this program's GPU code has no distributed step yet: train on the CPU "
-                    "(--device cpu) under mpirun"
-                  : "this network has no distributed step (stateful recurrent layers read "
-                    "their text as streams, which are not split among ranks): train it in one "
-                    "process";
-    else if (o->batch % s->size != 0) {
+    char buf[768];
+    if (!(s->gpu ? m->train_step_dist_cuda != NULL : m->train_step_dist != NULL))
+        why = "this network has no distributed step (stateful recurrent layers read their text "
+              "as streams, which are not split among ranks): train it in one process";
+    else if (s->gpu && s->size > 1 && !s->nccl) {
+        snprintf(buf, sizeof buf, "no NCCL: %s; training on GPUs under mpirun sums the "
+                 "gradients with NCCL (libnccl.so.2, NVIDIA's libnccl2 package, loaded at run "
+                 "time): install it or put it on LD_LIBRARY_PATH, or train on the CPUs "
+                 "(--device cpu)", nccl_why);
+        why = buf;
+    } else if (o->batch % s->size != 0) {
         int64_t below = o->batch / s->size * s->size, above = below + s->size;
         snprintf(buf, sizeof buf, "the global batch of %lld samples (--batch) does not divide "
                  "among %d ranks: give a multiple of %d (%lld or %lld)", (long long)o->batch,
                  s->size, s->size, (long long)(below ? below : above), (long long)above);
         why = buf;
-    } else if (m->nbuckets > 0 && m->grad_floats / s->size >= (int64_t)1 << 30)
+    } else if (!s->gpu && m->nbuckets > 0 && m->grad_floats / s->size >= (int64_t)1 << 30)
         why = "a bucket's chunk would not fit an MPI count: compile with a smaller --bucket-size";
     if (why) {
         if (s->rank == 0)
             fprintf(stderr, "%s: %s\n", m->name, why);
         return 2;
+    }
+    if (s->gpu) { /* NCCL's reducer; none of the CPU's flights or thread */
+        s->threaded = false;
+        if (s->size > 1)
+            gpu_open(s);
+        return 0;
     }
     s->nflights = m->nbuckets;
     s->flights = calloc((size_t)m->nbuckets + 1, sizeof *s->flights);
@@ -596,7 +728,12 @@ void dlrt_dist_close(DlrtDist *d, int status) {
     int started = 0;
     if (!d->on || MPI_Initialized(&started) != MPI_SUCCESS || !started)
         return;
-    if (s && status == 0 && s->size > 1 && getenv("DLRT_DIST_STATS") &&
+    /* NCCL's and the GPU's share, while the network's context is there
+       (train closes this before it frees the network); not when the job
+       stops anyway, where destroying a communicator could wait for peers */
+    if (s && !(status == 1 && d->size > 1))
+        gpu_release(s);
+    if (s && !s->gpu && status == 0 && s->size > 1 && getenv("DLRT_DIST_STATS") &&
         strcmp(getenv("DLRT_DIST_STATS"), "1") == 0)
         print_stats(s);
     if (s && s->threaded) {
@@ -625,7 +762,12 @@ void dlrt_dist_close(DlrtDist *d, int status) {
 
 const DlrtReducer *dlrt_dist_reducer(DlrtDist *d) {
     DistImpl *s = d->impl;
-    return s && s->size > 1 ? &s->reducer : NULL;
+    return s && !s->gpu && s->size > 1 ? &s->reducer : NULL;
+}
+
+const DlrtCudaReducer *dlrt_dist_cuda_reducer(DlrtDist *d) {
+    DistImpl *s = d->impl;
+    return s && s->gpu && s->size > 1 ? &s->cuda_reducer : NULL;
 }
 
 void dlrt_dist_step(DlrtDist *d, int64_t step) {

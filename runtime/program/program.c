@@ -83,6 +83,21 @@ static void bucket_plan(const DlrtModel *m, int64_t ranks) {
            (double)m->grad_floats * 4 / 1024 * 2 * (double)(ranks - 1) / (double)ranks,
            (long long)(2 * (ranks - 1) * m->nbuckets),
            ranks > 1 ? "" : " (one rank: none)");
+    /* the GPU's step: the same buckets, NCCL's sums (whether it loads here) */
+    const DlrtModel *gpu = m->train_step_dist_cuda ? m : m->cuda;
+    if (gpu && gpu->train_step_dist_cuda) {
+        char why[512];
+        DlrtNccl *n = dlrt_nccl_load(why, sizeof why);
+        int v = n ? dlrt_nccl_version(n) : 0;
+        printf("with --device cuda: one GPU per rank, each bucket summed by NCCL's ncclAllReduce "
+               "on a stream of its own; ");
+        if (n)
+            printf("NCCL %d.%d.%d loads here (%s)\n", v / 10000, v / 100 % 100, v % 100,
+                   dlrt_nccl_loaded(n));
+        else
+            printf("no NCCL here (%s): only --device cpu trains under mpirun\n", why);
+        dlrt_nccl_close(n);
+    }
 }
 
 /* info --weights of an int8 program: each layer's scales in the

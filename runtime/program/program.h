@@ -10,6 +10,8 @@
  *   gradcheck.c `gradcheck`: the gradients against finite differences
  *   check.c     `check`: the GPU's training step against the CPU's
  *   calibrate.c `calibrate`: an int8 program's scales and weights
+ *   distributed.c  data-parallel training under mpirun (MPI; NCCL on GPUs)
+ *   nccl.c      NCCL, loaded at run time, for distributed.c
  *
  * They make libdlrt_program, which a generated program links before
  * libdlrt; they call libdlrt like any user of dlrt.h, and libdlrt calls
@@ -229,5 +231,36 @@ void dlrt_dist_sum(DlrtDist *d, double *v, int n, const char *what);
 /* Whether every rank holds the same parameters and buffers (a checksum of
  * each rank's, compared); false after rank 0's message. */
 bool dlrt_dist_same_weights(DlrtDist *d, const DlrtModel *m, void *net);
+
+/* The GPU's reducer of the distributed step (NCCL): NULL for one rank, or
+ * when training on the CPU. */
+const DlrtCudaReducer *dlrt_dist_cuda_reducer(DlrtDist *d);
+
+/* nccl.c: NCCL loaded at run time (libnccl.so.2, or DLRT_NCCL_LIBRARY), for
+ * distributed.c's GPU reducer.  No NCCL header is needed to build. */
+typedef struct DlrtNccl DlrtNccl;
+#define DLRT_NCCL_ID_BYTES 128 /* nccl.h's NCCL_UNIQUE_ID_BYTES */
+/* The library that dlrt_nccl_load tries. */
+const char *dlrt_nccl_path(void);
+/* Loads NCCL and its entry points; NULL with the reason in why. */
+DlrtNccl *dlrt_nccl_load(char *why, size_t size);
+/* Destroys the communicator (the GPU's context current) and unloads NCCL;
+ * NULL is fine. */
+void dlrt_nccl_close(DlrtNccl *n);
+/* The file loaded, and NCCL's version (major * 10000 + minor * 100 +
+ * patch; 0 where it does not say). */
+const char *dlrt_nccl_loaded(const DlrtNccl *n);
+int dlrt_nccl_version(const DlrtNccl *n);
+/* Rank 0's: the communicator's identity, which every rank must get. */
+DlrtStatus dlrt_nccl_unique_id(DlrtNccl *n, unsigned char id[DLRT_NCCL_ID_BYTES],
+                               DlrtError *err);
+/* Joins the communicator of size ranks as rank, on the current GPU
+ * context's device (dlrt_cuda_bind); every rank must call it. */
+DlrtStatus dlrt_nccl_init(DlrtNccl *n, int size, const unsigned char id[DLRT_NCCL_ID_BYTES],
+                          int rank, DlrtError *err);
+/* Queues on stream the in-place sum over the ranks of count floats at
+ * data, each rank's times scale first; what names them in messages. */
+DlrtStatus dlrt_nccl_allreduce(DlrtNccl *n, DlrtDevicePtr data, int64_t count, float scale,
+                               DlrtCudaStream stream, const char *what, DlrtError *err);
 
 #endif /* DLRT_PROGRAM_H */

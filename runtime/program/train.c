@@ -429,8 +429,14 @@ static bool dist_step(Trainer *t, int64_t n, double lr, float *loss) {
     dlrt_dist_fault(&t->dist, ++t->steps_done);
     dlrt_dist_step(&t->dist, t->steps_done);
     float part;
-    if (m->train_step_dist(t->net, hi - lo, n, t->x + lo * m->input_size, t->y + lo * steps,
-                           (float)lr, &part, dlrt_dist_reducer(&t->dist), &t->err) != DLRT_OK)
+    DlrtStatus st =
+        m->train_step_dist_cuda /* the GPU's: NCCL's sums */
+            ? m->train_step_dist_cuda(t->net, hi - lo, n, t->x + lo * m->input_size,
+                                      t->y + lo * steps, (float)lr, &part,
+                                      dlrt_dist_cuda_reducer(&t->dist), &t->err)
+            : m->train_step_dist(t->net, hi - lo, n, t->x + lo * m->input_size, t->y + lo * steps,
+                                 (float)lr, &part, dlrt_dist_reducer(&t->dist), &t->err);
+    if (st != DLRT_OK)
         return false;
     double sum = part; /* this rank's share of the mean */
     dlrt_dist_sum(&t->dist, &sum, 1, "the training loss");
@@ -573,8 +579,10 @@ int dlrt_train_command(const DlrtModel *m, const Options *o) {
         fprintf(stderr, "%s: cannot write the log '%s'\n", m->name, o->log);
         status = 1;
     }
-    trainer_free(&t);
+    /* the distributed part first: NCCL's communicator and stream live on
+       the network's GPU context */
     dlrt_dist_close(&t.dist, status);
+    trainer_free(&t);
     return status;
 }
 
