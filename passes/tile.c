@@ -295,7 +295,8 @@ static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool al
  * the multiply-add takes as its memory operand, and the padded width it
  * competes with adds every register of sums up lane by lane every sample
  * (the time model charges both).  LeNet-5's second weight gradient took
- * the padded width on AVX-512 that way, 2.8 times as slow (bench/history.md). */
+ * the padded width on AVX-512 under that rule, and was slower there
+ * (bench/history.md, 2026-12-05). */
 static bool choose_weight_filter_lanes(const Product *p, int64_t kw, const DlcTargetCpu *t,
                                        Block *b, double *time) {
     int64_t lanes = t->vector / 4, positions = p->c.oh * p->c.ow;
