@@ -285,12 +285,18 @@ static bool choose_filter_lanes(const Product *p, const DlcTargetCpu *t, bool al
 
 /* conv2d_grad_weight with the filters in the lanes (filter_lanes): the
  * block of nv registers of filters by the kernel's width of taps that
- * loads the fewest operands per multiply-add, in *b, and its time; false
- * where the filters do not fill whole registers or every block loads an
- * operand or more per multiply-add.  It sums over the exact positions, each
+ * takes the least time, in *b, and its time; false where the filters do
+ * not fill whole registers.  It sums over the exact positions, each
  * position's filters a register of a copy of dy transposed per sample (a
  * store per element of dy), and adds its sums to the worker's partial dw
- * register by register. */
+ * register by register.  Unlike the forward blocks, a block that loads an
+ * operand per multiply-add is not left out: its one register of filters
+ * (16 filters on AVX-512) loads a broadcast source element per tap, which
+ * the multiply-add takes as its memory operand, and the padded width it
+ * competes with adds every register of sums up lane by lane every sample
+ * (the time model charges both).  LeNet-5's second weight gradient took
+ * the padded width on AVX-512 under that rule, and was slower there
+ * (bench/history.md, 2026-12-05). */
 static bool choose_weight_filter_lanes(const Product *p, int64_t kw, const DlcTargetCpu *t,
                                        Block *b, double *time) {
     int64_t lanes = t->vector / 4, positions = p->c.oh * p->c.ow;
@@ -299,8 +305,6 @@ static bool choose_weight_filter_lanes(const Product *p, int64_t kw, const DlcTa
         if (p->c.rows % (nv * lanes) || nv * kw + nv + 1 > t->registers)
             continue; /* accumulators, the loaded filters of dy, a broadcast */
         double intensity = (double)(nv * kw) / (double)(nv + kw);
-        if (intensity <= 1)
-            continue; /* an operand loaded or more a multiply-add */
         double time_here = block_time(p->c.rows * p->k * positions, intensity, lanes,
                                       p->c.rows * positions + p->c.rows * p->k / lanes);
         if (*time == 0 || time_here < *time)

@@ -157,12 +157,12 @@ void DLRT_K(dlrt_maxpool_backward)(const DlrtPool *p, int64_t n, const DLRT_REAL
  * p->relu_grad where the maximum is not positive (maxpool_train). */
 void DLRT_K(dlrt_maxpool_forward_argmax)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
                                          DLRT_REAL *y, int32_t *argmax);
-/* dx[planes, hw] from dy[planes, ohw] and maxpool_forward_argmax's argmax:
- * each dy to its window's maximum, summed in window order (the bits of
- * dlrt_maxpool_backward); nothing where argmax is -1 (maxpool_grad_argmax). */
-void DLRT_K(dlrt_maxpool_backward_argmax)(int64_t planes, int64_t hw, int64_t ohw,
-                                          const DLRT_REAL *dy, const int32_t *argmax,
-                                          DLRT_REAL *dx);
+/* dx[n,c,h,w] from dy[n,c,oh,ow] and maxpool_forward_argmax's argmax (of
+ * the same pooling p): each dy to its window's maximum, summed in window
+ * order (the bits of dlrt_maxpool_backward); nothing where argmax is -1
+ * (maxpool_grad_argmax). */
+void DLRT_K(dlrt_maxpool_backward_argmax)(const DlrtPool *p, int64_t n, const DLRT_REAL *dy,
+                                          const int32_t *argmax, DLRT_REAL *dx);
 void DLRT_K(dlrt_avgpool_forward)(const DlrtPool *p, int64_t n, const DLRT_REAL *x,
                                   DLRT_REAL *y);
 void DLRT_K(dlrt_avgpool_backward)(const DlrtPool *p, int64_t n, const DLRT_REAL *dy,

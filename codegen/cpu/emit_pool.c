@@ -157,9 +157,8 @@ void dlc_cpu_emit_maxpool_grad(Emit *e, Out *o, const DlcOp *op) {
 /* (dy, argmax) */
 void dlc_cpu_emit_maxpool_grad_argmax(Emit *e, Out *o, const DlcOp *op) {
     (void)e;
-    const int64_t *dx = op->out[0]->type.dims, *dy = op->in[0]->type.dims;
-    put(o, "    dlrt_maxpool_backward_argmax(n * %lld, %lld, %lld, a0, a1, r0);\n",
-        (long long)dx[0], (long long)(dx[1] * dx[2]), (long long)(dy[1] * dy[2]));
+    put_pool(o, op, &op->out[0]->type, &op->in[0]->type);
+    put(o, "    dlrt_maxpool_backward_argmax(&pool, n, a0, a1, r0);\n");
 }
 
 /* (dy) */

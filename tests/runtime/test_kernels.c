@@ -1362,13 +1362,65 @@ static void test_maxpool_special_values(Tally *t, DlrtRng *rng) {
             /* the argmax of maxpool_train (with the ReLU's gradient in it)
                gives the same bits, and its maxima are maxpool's */
             dlrt_maxpool_forward_argmax(&p, n, x, y, at);
-            dlrt_maxpool_backward_argmax(n * c, h * w, p.oh * p.ow, dy, at, dx);
+            dlrt_maxpool_backward_argmax(&p, n, dy, at, dx);
             CHECK(t, memcmp(dx, want, sizeof(float) * (size_t)(n * c * h * w)) == 0);
             dlrt_maxpool_forward(&p, n, x, plain);
             bool same = true;
             for (int j = 0; j < n * c * p.oh * p.ow; j++)
                 same &= y[j] == plain[j] || (isnan(y[j]) && isnan(plain[j]));
             CHECK(t, same);
+        }
+}
+
+/* maxpool_train's argmax and maxpool_grad_argmax over 2x2 windows that
+ * tile the planes (pool.inc's runs of row pairs), against the scan written
+ * out here, bit for bit, index for index: values from {-inf, -1, 0, 1}
+ * (ties) and, every other round, NaN; planes several to a run, planes cut
+ * into runs (96 wide: 5 row pairs to a run of 512 floats), rows a run long,
+ * and batches large enough to be split among threads in mid-plane. */
+static void test_maxpool_argmax_2x2(Tally *t, DlrtRng *rng) {
+    static const int cases[][4] = {
+        {3, 4, 6, 10}, {2, 3, 28, 28}, {33, 7, 18, 18}, {7, 3, 36, 96}, {1, 2, 4, 512},
+    };
+    static const float values[] = {-INFINITY, -1, 0, 1, NAN};
+    for (size_t g = 0; g < sizeof cases / sizeof *cases; g++)
+        for (int round = 0; round < 4; round++) {
+            int n = cases[g][0], c = cases[g][1], h = cases[g][2], w = cases[g][3];
+            int oh = h / 2, ow = w / 2, nx = n * c * h * w, ny = n * c * oh * ow;
+            DlrtPool p = make_pool(c, h, w, 2, 2, 2, 2, 0, 0, false, false);
+            p.relu_grad = round >= 2;
+            float *x = falloc(nx), *dx = falloc(nx), *want_dx = falloc(nx);
+            float *dy = falloc(ny), *y = falloc(ny), *want_y = falloc(ny);
+            int32_t *at = malloc((size_t)ny * sizeof *at), *want_at = malloc((size_t)ny * sizeof *at);
+            if (!at || !want_at)
+                exit(2);
+            for (int i = 0; i < nx; i++)
+                x[i] = values[dlrt_rng_next(rng) % (round % 2 ? 5 : 4)];
+            for (int i = 0; i < ny; i++)
+                dy[i] = (float)(i % 13 + 1) * (i % 7 == 0 ? -0.37f : 0.61f) * (i % 11 ? 1 : -0.0f);
+            memset(want_dx, 0, (size_t)nx * sizeof *want_dx);
+            for (int pl = 0; pl < n * c; pl++)
+                for (int oy = 0; oy < oh; oy++)
+                    for (int ox = 0; ox < ow; ox++) {
+                        const float *xp = x + pl * h * w;
+                        int j = (pl * oh + oy) * ow + ox, best = 2 * oy * w + 2 * ox;
+                        float max = -INFINITY;
+                        for (int iy = 2 * oy; iy < 2 * oy + 2; iy++)
+                            for (int ix = 2 * ox; ix < 2 * ox + 2; ix++)
+                                if (xp[iy * w + ix] > max || isnan(xp[iy * w + ix]))
+                                    max = xp[iy * w + ix], best = iy * w + ix;
+                        want_y[j] = xp[best];
+                        want_at[j] = p.relu_grad && !(xp[best] > 0) ? -1 : best;
+                        if (want_at[j] >= 0)
+                            want_dx[pl * h * w + best] += dy[j];
+                    }
+            dlrt_maxpool_forward_argmax(&p, n, x, y, at);
+            CHECK(t, memcmp(y, want_y, (size_t)ny * sizeof *y) == 0);
+            CHECK(t, memcmp(at, want_at, (size_t)ny * sizeof *at) == 0);
+            dlrt_maxpool_backward_argmax(&p, n, dy, at, dx);
+            CHECK(t, memcmp(dx, want_dx, (size_t)nx * sizeof *dx) == 0);
+            free(x), free(dx), free(want_dx), free(dy), free(y), free(want_y), free(at);
+            free(want_at);
         }
 }
 
@@ -2301,6 +2353,7 @@ static int run_unit_tests(void) {
     test_dense(&t, &rng);
     test_pool(&t, &rng);
     test_maxpool_special_values(&t, &rng);
+    test_maxpool_argmax_2x2(&t, &rng);
     test_maxpool_bands(&t, &rng);
     test_activations(&t, &rng);
     test_globalavgpool(&t, &rng);
