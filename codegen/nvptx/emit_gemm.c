@@ -281,18 +281,35 @@ static void gemm_sum_parts(NvKernels *nk, const DlcOp *op, const char *tag, cons
     nv_end_map(&b);
 }
 
+/* How many parts a weight gradient's sum over the batch is split into.
+ * Such a product has few output tiles and a long sum, and its blocks run
+ * in waves of `slots` (two blocks per multiprocessor): a wave that is only
+ * partly full costs as long as a full one.  So the time goes as
+ * waves(s) / s, waves(s) = ceil(tiles s / slots), for s parts of K / s
+ * steps each; 288 blocks on 264 slots take two waves, 261 take one.  The
+ * least s within 5% of the best is taken, since each part costs scratch
+ * memory and a read in the parts' sum.  A part keeps at least 256 steps
+ * at a batch of 32, and there are no more parts than slots. */
+static int64_t gemm_wave_splits(const NvKernels *nk, const Gemm *g) {
+    int64_t tiles = (g->m + TILE - 1) / TILE * ((g->n_fx + TILE - 1) / TILE) * g->groups;
+    int64_t slots = 2 * (int64_t)nk->multiprocessors, k32 = g->k_pn * 32;
+    int64_t most = k32 / 256 < slots ? k32 / 256 : slots;
+    double best = 1e300;
+    for (int64_t s = 1; s <= most; s++) {
+        double t = (double)((tiles * s + slots - 1) / slots) / (double)s;
+        best = t < best ? t : best;
+    }
+    for (int64_t s = 1; s <= most; s++)
+        if ((double)((tiles * s + slots - 1) / slots) / (double)s <= best * 1.05)
+            return s;
+    return 1;
+}
+
 /* The kernels of product g: the tiled product, then the parts' sum if the
  * sum is split. */
 static void gemm_run(NvKernels *nk, const DlcOp *op, const char *tag, Gemm *g) {
-    if (g->n_pn == 0 && g->k_pn > 0) {
-        /* a weight gradient: few output tiles and a sum over the batch;
-           split the sum until the tiles fill the machine twice, keeping at
-           least 256 steps per part at a batch of 32 */
-        int64_t tiles = (g->m + TILE - 1) / TILE * ((g->n_fx + TILE - 1) / TILE) * g->groups;
-        int64_t k32 = g->k_pn * 32, want = 2 * (int64_t)nk->multiprocessors;
-        while (tiles * g->splits < want && k32 / (g->splits * 2) >= 256 && g->splits < 64)
-            g->splits *= 2;
-    }
+    if (g->n_pn == 0 && g->k_pn > 0)
+        g->splits = gemm_wave_splits(nk, g);
     gemm_kernel(nk, op, tag, g);
     if (g->splits > 1)
         gemm_sum_parts(nk, op, tag, g);
