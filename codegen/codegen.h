@@ -9,6 +9,14 @@
 #include "../passes/passes.h"
 
 /* How a target writes its files. */
+/* How the GPU's matrix products multiply (--gpu-math).  The tensor-core
+ * kinds need sm_80 or later; every kind sums in f32. */
+typedef enum DlcGpuMath {
+    DLC_GPU_MATH_F32,  /* FMA on the CUDA cores */
+    DLC_GPU_MATH_TF32, /* tensor cores, operands rounded to TF32 (10-bit mantissa) */
+    DLC_GPU_MATH_BF16, /* tensor cores, operands rounded to bf16 (7-bit mantissa) */
+} DlcGpuMath;
+
 typedef struct DlcEmitOptions {
     DlcDType dtype;     /* the element type of the generated code: DLC_F32, or
                            DLC_F64 for exact gradient checks */
@@ -21,8 +29,7 @@ typedef struct DlcEmitOptions {
     bool cuda;          /* cpu: the program also has NAME_cuda.c (the nvptx
                            target's), which NAME_model points to */
     const char *gpu_arch; /* nvptx: the GPU architecture, "sm_80" */
-    bool gpu_tf32;        /* nvptx: matrix products on the tensor cores, with
-                             TF32 operands (--gpu-math=tf32; sm_80 and later) */
+    DlcGpuMath gpu_math;  /* nvptx: the matrix products' arithmetic (--gpu-math) */
     int64_t bucket_bytes; /* cpu: the largest gradient bucket of data-parallel
                              training (--bucket-size); 0 chooses
                              (passes/plan_buckets.h) */

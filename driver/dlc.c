@@ -71,10 +71,12 @@ static void usage(FILE *out) {
         "                         LLVM's NVPTX backend; ./net --device cuda)\n"
         "  --gpu-arch=sm_NN       the GPU architecture of the PTX (default sm_80; sm_60\n"
         "                         to sm_90)\n"
-        "  --gpu-math=f32|tf32    the GPU's matrix products (convolutions, dense layers\n"
+        "  --gpu-math=f32|tf32|bf16\n"
+        "                         the GPU's matrix products (convolutions, dense layers\n"
         "                         and their gradients): f32 on the CUDA cores (default),\n"
-        "                         or on the tensor cores with TF32 operands (10-bit\n"
-        "                         mantissa, f32 sums; sm_80 and later; docs/gpu.md)\n"
+        "                         or on the tensor cores with TF32 (10-bit mantissa) or\n"
+        "                         bf16 (7-bit) operands; f32 sums and f32 weights either\n"
+        "                         way (sm_80 and later; docs/gpu.md)\n"
         "  --dtype=f32|f64        the element type of --emit=c code (default f32; f64\n"
         "                         for exact gradient checks)\n"
         "  --passes=P1,P2,...     run exactly these passes (default: the standard\n"
@@ -419,11 +421,13 @@ static void parse_options(int argc, char **argv, Options *o) {
             break;
         case OPT_GPU_MATH:
             if (strcmp(optarg, "f32") == 0)
-                o->codegen.gpu_tf32 = false;
+                o->codegen.gpu_math = DLC_GPU_MATH_F32;
             else if (strcmp(optarg, "tf32") == 0)
-                o->codegen.gpu_tf32 = true;
+                o->codegen.gpu_math = DLC_GPU_MATH_TF32;
+            else if (strcmp(optarg, "bf16") == 0)
+                o->codegen.gpu_math = DLC_GPU_MATH_BF16;
             else {
-                fprintf(stderr, "dlc: error: --gpu-math takes f32 or tf32, not '%s'\n", optarg);
+                fprintf(stderr, "dlc: error: --gpu-math takes f32, tf32 or bf16, not '%s'\n", optarg);
                 exit(2);
             }
             break;
@@ -483,9 +487,10 @@ static void parse_options(int argc, char **argv, Options *o) {
         o->kind = n > 5 && strcmp(o->input + n - 5, ".dlir") == 0 ? INPUT_DLIR : INPUT_DL;
     }
     o->pass.gpu = o->codegen.cuda || o->emit == EMIT_PTX;
-    if (o->codegen.gpu_tf32 && atoi(o->codegen.gpu_arch + 3) < 80) {
-        fprintf(stderr, "dlc: error: --gpu-math=tf32 needs the tensor cores of sm_80 or later; "
-                "--gpu-arch is %s\n", o->codegen.gpu_arch);
+    if (o->codegen.gpu_math != DLC_GPU_MATH_F32 && atoi(o->codegen.gpu_arch + 3) < 80) {
+        fprintf(stderr, "dlc: error: --gpu-math=%s needs the tensor cores of sm_80 or later; "
+                "--gpu-arch is %s\n", o->codegen.gpu_math == DLC_GPU_MATH_TF32 ? "tf32" : "bf16",
+                o->codegen.gpu_arch);
         exit(2);
     }
 }

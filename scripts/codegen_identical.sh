@@ -55,6 +55,7 @@ variants=(
     "c-avx2|--emit=c --target-cpu=l1=32K,l2=512K,vector=32,registers=16"
     "cuda|--emit=c --target=cpu,cuda"
     "cuda-tf32|--emit=c --target=cpu,cuda --gpu-math=tf32"
+    "cuda-bf16|--emit=c --target=cpu,cuda --gpu-math=bf16"
     "ir|--emit=ir"
     "ir-train|--emit=ir --passes=autodiff,optimizer,cse,dce,fuse,tile"
 )

@@ -7,7 +7,9 @@
  * outputs go through shared memory TILE_K steps of the sum at a time, the
  * next TILE_K loaded while the current ones are multiplied, by
  * GEMM_THREADS threads keeping a 4x4 block of outputs each (FMA), or by 8
- * warps of TF32 mma's on the tensor cores (--gpu-math=tf32).  A product
+ * warps of mma's on the tensor cores: TF32 (--gpu-math=tf32), or bf16
+ * (--gpu-math=bf16), whose shared tiles hold pairs of steps of the sum
+ * packed in 32 bits, as the mma's fragments take them.  A product
  * with few tiles and a long sum (the weight gradients) splits the sum
  * across blocks into scratch memory and adds the parts in a second kernel,
  * in order, so that results do not depend on timing.
@@ -27,6 +29,13 @@
 #define TILE_K 16      /* steps of the sum per shared-memory tile */
 #define GEMM_THREADS 256
 #define GEMM_LOADS (TILE * TILE_K / GEMM_THREADS) /* of each operand, per thread and tile */
+
+/* The rows of a shared tile: TILE_K steps of the sum, or with bf16 their
+ * pairs, each element two bf16 in 32 bits. */
+static int gemm_rows(const NvKernels *nk) { return nk->math == DLC_GPU_MATH_BF16 ? TILE_K / 2 : TILE_K; }
+
+/* The elements of each operand's shared tile that a thread stores. */
+static int gemm_slots(const NvKernels *nk) { return gemm_rows(nk) * TILE / GEMM_THREADS; }
 
 typedef struct Gemm Gemm;
 /* Element (x, y) of operand A (x = m, y = k) or B (x = k, y = j) of group
@@ -120,11 +129,15 @@ static void gemm_tile_fma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, Accumulators
     }
 }
 
-/* acc += the shared tiles' product (TF32 values, rows of ld floats) on the
- * tensor cores: per 8 steps of the sum, each warp's 2 x 2 mma's. */
-static void gemm_tile_mma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, int ld, Accumulators *acc) {
+/* acc += the shared tiles' product on the tensor cores, rows of ld
+ * elements: per 8 rows (8 steps of the sum in TF32, 16 in bf16 pairs),
+ * each warp's 2 x 2 mma's.  The two fragments' layouts index the rows
+ * alike (kb.h): TF32's a[0] = A[g][t] is row t, bf16's A[g][2t,2t+1] is
+ * the pair in row t. */
+static void gemm_tile_mma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, int ld, int rows, bool bf16,
+                          Accumulators *acc) {
     LLVMValueRef wrow = acc->wrow, wcol = acc->wcol, gid = acc->gid, tig = acc->tig;
-    for (int k8 = 0; k8 < TILE_K; k8 += 8) {
+    for (int k8 = 0; k8 < rows; k8 += 8) {
         /* element (k, x) of a tile is at (k8 + tig + k) * ld + x */
         LLVMValueRef row0 = kb_muli(kb, kb_addi(kb, tig, k8), ld), row4 = kb_muli(kb, kb_addi(kb, tig, k8 + 4), ld);
         LLVMValueRef a[2][4], bf[2][2];
@@ -145,42 +158,62 @@ static void gemm_tile_mma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, int ld, Accu
                 LLVMValueRef c[4];
                 for (int e = 0; e < 4; e++)
                     c[e] = kb_get(kb, acc->v[8 * mi + 4 * ni + e]);
-                kb_mma_tf32(kb, a[mi], bf[ni], c);
+                if (bf16)
+                    kb_mma_bf16(kb, a[mi], bf[ni], c);
+                else
+                    kb_mma_tf32(kb, a[mi], bf[ni], c);
                 for (int e = 0; e < 4; e++)
                     kb_set(kb, acc->v[8 * mi + 4 * ni + e], c[e]);
             }
     }
 }
 
-/* Where thread t's r-th load of a tile goes: (kk, x) of the TILE_K x TILE
- * tile; kfast: consecutive threads take consecutive kk (the operand is
- * contiguous along the sum), else consecutive x. */
-static void gemm_tile_spot(LLVMValueRef t, int r, bool kfast, Kb *kb, LLVMValueRef *kk, LLVMValueRef *x) {
+/* Where thread t's r-th element of a shared tile goes: (kk, x) of the
+ * rows x TILE tile; kfast: consecutive threads take consecutive kk (the
+ * operand is contiguous along the sum), else consecutive x. */
+static void gemm_tile_spot(LLVMValueRef t, int r, bool kfast, int rows, Kb *kb, LLVMValueRef *kk,
+                           LLVMValueRef *x) {
     LLVMValueRef e = kb_addi(kb, t, r * GEMM_THREADS);
-    *kk = kfast ? kb_remi(kb, e, TILE_K) : kb_divi(kb, e, TILE);
-    *x = kfast ? kb_divi(kb, e, TILE_K) : kb_remi(kb, e, TILE);
+    *kk = kfast ? kb_remi(kb, e, rows) : kb_divi(kb, e, TILE);
+    *x = kfast ? kb_divi(kb, e, rows) : kb_remi(kb, e, TILE);
 }
 
-/* This thread's GEMM_LOADS elements of A and then of B for the tile of
- * steps [k0, k0 + TILE_K) of the sum, into the variables v (rounded to
- * TF32 for the tensor cores). */
-static void gemm_load_tile(Kb *kb, const Gemm *g, LLVMValueRef *p, LLVMValueRef grp, LLVMValueRef m0,
-                           LLVMValueRef j0, LLVMValueRef N, LLVMValueRef k0, LLVMValueRef k_end,
-                           bool tf32, LLVMValueRef *v) {
+/* Element (x, row) of a shared tile from the operand's gather `load` at x
+ * (in range below x_end) and step k0 + row of the sum, in the arithmetic's form:
+ * as it is, rounded to TF32, or the steps 2 row and 2 row + 1 rounded to
+ * bf16 and packed. */
+static LLVMValueRef gemm_element(Kb *kb, const Gemm *g, GemmLoad *load, bool kx, LLVMValueRef *p,
+                                 LLVMValueRef grp, LLVMValueRef x, LLVMValueRef x_end, LLVMValueRef k0,
+                                 LLVMValueRef row, LLVMValueRef k_end, DlcGpuMath math) {
+    int per = math == DLC_GPU_MATH_BF16 ? 2 : 1;
+    LLVMValueRef v[2];
+    for (int i = 0; i < per; i++) {
+        LLVMValueRef k = kb_add(kb, k0, kb_addi(kb, kb_muli(kb, row, per), i));
+        LLVMValueRef ok = kb_and(kb, kb_lt(kb, x, x_end), kb_lt(kb, k, k_end));
+        v[i] = kx ? load(kb, g, p, grp, x, k, ok) : load(kb, g, p, grp, k, x, ok);
+    }
+    return math == DLC_GPU_MATH_BF16 ? kb_bf16x2(kb, v[0], v[1])
+         : math == DLC_GPU_MATH_TF32 ? kb_tf32(kb, v[0]) : v[0];
+}
+
+/* This thread's gemm_slots elements of A's shared tile and then of B's
+ * for the steps [k0, k0 + TILE_K) of the sum, into the variables v (A's
+ * from v[0], B's from v[GEMM_LOADS]). */
+static void gemm_load_tile(Kb *kb, const NvKernels *nk, const Gemm *g, LLVMValueRef *p, LLVMValueRef grp,
+                           LLVMValueRef m0, LLVMValueRef j0, LLVMValueRef N, LLVMValueRef k0,
+                           LLVMValueRef k_end, LLVMValueRef *v) {
     LLVMValueRef t = kb_tid(kb);
-    for (int r = 0; r < GEMM_LOADS; r++) {
+    int rows = gemm_rows(nk);
+    for (int r = 0; r < gemm_slots(nk); r++) {
         LLVMValueRef kk, mm, jj;
-        gemm_tile_spot(t, r, g->a_kfast, kb, &kk, &mm);
-        LLVMValueRef m = kb_add(kb, m0, mm), k = kb_add(kb, k0, kk);
-        LLVMValueRef va = kb_and(kb, kb_lt(kb, m, kb_int(kb, g->m)), kb_lt(kb, k, k_end));
-        LLVMValueRef av = g->a(kb, g, p, grp, m, k, va);
-        kb_set(kb, v[r], tf32 ? kb_tf32(kb, av) : av);
-        gemm_tile_spot(t, r, g->b_kfast, kb, &kk, &jj);
+        gemm_tile_spot(t, r, g->a_kfast, rows, kb, &kk, &mm);
+        LLVMValueRef m = kb_add(kb, m0, mm);
+        kb_set(kb, v[r], gemm_element(kb, g, g->a, true, p, grp, m, kb_int(kb, g->m), k0, kk,
+                                      k_end, nk->math));
+        gemm_tile_spot(t, r, g->b_kfast, rows, kb, &kk, &jj);
         LLVMValueRef j = kb_add(kb, j0, jj);
-        k = kb_add(kb, k0, kk);
-        LLVMValueRef vb = kb_and(kb, kb_lt(kb, j, N), kb_lt(kb, k, k_end));
-        LLVMValueRef bv = g->b(kb, g, p, grp, k, j, vb);
-        kb_set(kb, v[GEMM_LOADS + r], tf32 ? kb_tf32(kb, bv) : bv);
+        kb_set(kb, v[GEMM_LOADS + r], gemm_element(kb, g, g->b, false, p, grp, j, N, k0, kk,
+                                                   k_end, nk->math));
     }
 }
 
@@ -202,7 +235,8 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
        which the mma kernels fit without spilling), so that one block's loads
        and barriers overlap the other's arithmetic.  The FMA kernels would
        spill, and gain nothing. */
-    if (nk->tf32)
+    bool mma = nk->math != DLC_GPU_MATH_F32;
+    if (mma)
         kb_min_blocks(kb, 2);
     NvLaunch *l = b.l;
     l->gx_per_n = g->n_pn, l->gx_fixed = g->n_fx, l->gx_div = TILE;
@@ -219,10 +253,10 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
     LLVMValueRef t = kb_tid(kb);
     /* tensor cores read the tiles in 8x8 fragments: rows padded by 8 floats
        put a warp's 32 reads in 32 banks */
-    int ld = nk->tf32 ? TILE + 8 : TILE;
-    LLVMValueRef As = kb_shared(kb, TILE_K * ld), Bs = kb_shared(kb, TILE_K * ld);
+    int ld = mma ? TILE + 8 : TILE, rows = gemm_rows(nk);
+    LLVMValueRef As = kb_shared(kb, rows * ld), Bs = kb_shared(kb, rows * ld);
     Accumulators acc;
-    gemm_acc_init(kb, &acc, nk->tf32);
+    gemm_acc_init(kb, &acc, mma);
     /* Software pipelining: the tile of k0 + TILE_K is loaded into registers
        while the tile of k0 is multiplied from shared memory, so that the
        loads' latency hides behind the arithmetic (a load past k_end is
@@ -230,20 +264,20 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
     LLVMValueRef next[2 * GEMM_LOADS];
     for (int r = 0; r < 2 * GEMM_LOADS; r++)
         next[r] = kb_var(kb, kb->f32, kb_float(kb, 0));
-    gemm_load_tile(kb, g, b.p, grp, m0, j0, N, k_begin, k_end, nk->tf32, next);
+    gemm_load_tile(kb, nk, g, b.p, grp, m0, j0, N, k_begin, k_end, next);
     LLVMValueRef k0v = kb_for(kb, k_begin, k_end, kb_int(kb, TILE_K));
     LLVMValueRef k0 = kb_get(kb, k0v);
-    for (int r = 0; r < GEMM_LOADS; r++) {
+    for (int r = 0; r < gemm_slots(nk); r++) {
         LLVMValueRef kk, mm, jj;
-        gemm_tile_spot(t, r, g->a_kfast, kb, &kk, &mm);
+        gemm_tile_spot(t, r, g->a_kfast, rows, kb, &kk, &mm);
         kb_sstore(kb, As, kb_add(kb, kb_muli(kb, kk, ld), mm), kb_get(kb, next[r]));
-        gemm_tile_spot(t, r, g->b_kfast, kb, &kk, &jj);
+        gemm_tile_spot(t, r, g->b_kfast, rows, kb, &kk, &jj);
         kb_sstore(kb, Bs, kb_add(kb, kb_muli(kb, kk, ld), jj), kb_get(kb, next[GEMM_LOADS + r]));
     }
     kb_barrier(kb);
-    gemm_load_tile(kb, g, b.p, grp, m0, j0, N, kb_addi(kb, k0, TILE_K), k_end, nk->tf32, next);
-    if (nk->tf32)
-        gemm_tile_mma(kb, As, Bs, ld, &acc);
+    gemm_load_tile(kb, nk, g, b.p, grp, m0, j0, N, kb_addi(kb, k0, TILE_K), k_end, next);
+    if (mma)
+        gemm_tile_mma(kb, As, Bs, ld, rows, nk->math == DLC_GPU_MATH_BF16, &acc);
     else
         gemm_tile_fma(kb, As, Bs, &acc);
     kb_barrier(kb);

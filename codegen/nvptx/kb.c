@@ -182,7 +182,16 @@ LLVMValueRef kb_tf32(Kb *kb, LLVMValueRef a) {
     return LLVMBuildBitCast(kb->b, bits, kb->f32, "");
 }
 
-void kb_mma_tf32(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef acc[4]) {
+LLVMValueRef kb_bf16x2(Kb *kb, LLVMValueRef lo, LLVMValueRef hi) {
+    LLVMValueRef args[2] = {hi, lo}; /* cvt.rn.bf16x2.f32 d, a, b puts a in d's upper half */
+    LLVMValueRef bits = kb_call(kb, "llvm.nvvm.ff2bf16x2.rn", kb->i32, args, 2);
+    return LLVMBuildBitCast(kb->b, bits, kb->f32, "");
+}
+
+/* One mma.sync of fragments held in f32 variables (their bits are the
+   operands'), as `intrinsic` takes them: 4 of A, 2 of B, 4 of C. */
+static void mma(Kb *kb, const char *intrinsic, const LLVMValueRef a[4], const LLVMValueRef b[2],
+                LLVMValueRef acc[4]) {
     LLVMValueRef args[10];
     for (int i = 0; i < 4; i++)
         args[i] = LLVMBuildBitCast(kb->b, a[i], kb->i32, "");
@@ -192,9 +201,17 @@ void kb_mma_tf32(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMV
         args[6 + i] = acc[i];
     LLVMTypeRef four[4] = {kb->f32, kb->f32, kb->f32, kb->f32};
     LLVMTypeRef ret = LLVMStructTypeInContext(kb->c, four, 4, 0);
-    LLVMValueRef d = kb_call(kb, "llvm.nvvm.mma.m16n8k8.row.col.tf32", ret, args, 10);
+    LLVMValueRef d = kb_call(kb, intrinsic, ret, args, 10);
     for (int i = 0; i < 4; i++)
         acc[i] = LLVMBuildExtractValue(kb->b, d, (unsigned)i, "");
+}
+
+void kb_mma_tf32(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef acc[4]) {
+    mma(kb, "llvm.nvvm.mma.m16n8k8.row.col.tf32", a, b, acc);
+}
+
+void kb_mma_bf16(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef acc[4]) {
+    mma(kb, "llvm.nvvm.mma.m16n8k16.row.col.bf16", a, b, acc);
 }
 LLVMValueRef kb_flt(Kb *kb, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFCmp(kb->b, LLVMRealOLT, a, b, ""); }
 LLVMValueRef kb_isnan(Kb *kb, LLVMValueRef a) { return LLVMBuildFCmp(kb->b, LLVMRealUNO, a, a, ""); }

@@ -123,6 +123,16 @@ LLVMValueRef kb_itof(Kb *kb, LLVMValueRef a);
  * b = B[t][g], B[t+4][g]; acc = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]. */
 LLVMValueRef kb_tf32(Kb *kb, LLVMValueRef a);
 void kb_mma_tf32(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef acc[4]);
+/* bf16 (sm_80 and later).  kb_bf16x2 rounds lo and hi to bf16 (to nearest,
+ * ties to even: cvt.rn.bf16x2.f32) and packs them in 32 bits, lo in the
+ * lower half, held in an f32 variable.  kb_mma_bf16 is one warp's
+ * mma.sync.m16n8k16.row.col.f32.bf16.bf16.f32: acc (16x8 of f32) += A
+ * (16x16) B (16x8), each fragment register a pair of bf16 along k, lower
+ * k in the lower half ("Matrix Fragments for mma.m16n8k16 with floating
+ * point type"): a = A[g][2t,2t+1], A[g+8][2t,2t+1], A[g][2t+8,2t+9],
+ * A[g+8][2t+8,2t+9]; b = B[2t,2t+1][g], B[2t+8,2t+9][g]; acc as above. */
+LLVMValueRef kb_bf16x2(Kb *kb, LLVMValueRef lo, LLVMValueRef hi);
+void kb_mma_bf16(Kb *kb, const LLVMValueRef a[4], const LLVMValueRef b[2], LLVMValueRef acc[4]);
 /* Global memory: element i (i32) of pointer p. */
 LLVMValueRef kb_load(Kb *kb, LLVMValueRef p, LLVMValueRef i);
 void kb_store(Kb *kb, LLVMValueRef p, LLVMValueRef i, LLVMValueRef v);

@@ -15,7 +15,7 @@
  *   - a tiled matrix product (emit_gemm.c): the dense layers and, as an
  *     implicit GEMM that gathers its operands straight from the tensors,
  *     the convolutions and their two gradients, on the CUDA cores or on
- *     the tensor cores (--gpu-math=tf32).
+ *     the tensor cores (--gpu-math=tf32 or bf16).
  * A recurrent layer (emit_recurrent.c) is made of the last two: products
  * and a map per time step, launched in a loop (NvLaunch.loop_steps).
  *

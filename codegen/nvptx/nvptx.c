@@ -166,7 +166,7 @@ static bool gpu_init(Gpu *g, DlcCtx *ctx, const DlcModule *m, const DlcNetwork *
     g->nk.arena = &g->arena;
     g->nk.ctx = ctx;
     g->nk.multiprocessors = 132; /* an H100's; the split of weight gradients aims at it */
-    g->nk.tf32 = opt->gpu_tf32;
+    g->nk.math = opt->gpu_math;
     g->nk.sm = atoi(opt->gpu_arch + 3);
     kb_init(&g->nk.kb, g->llvm, g->mod);
     bool ok = build_kernels(g);

@@ -11,6 +11,7 @@
 #define DLC_NVPTX_H
 
 #include "../../ir/ir.h"
+#include "../codegen.h"
 #include "kb.h"
 
 /* Where a launch's pointer arguments come from: operand i of the op (i),
@@ -58,7 +59,7 @@ typedef struct NvKernels {
     NvLaunch *launches;
     int nlaunches, caplaunches;
     int multiprocessors;           /* the machine the grids are shaped for */
-    bool tf32;                     /* products on the tensor cores, in TF32 (--gpu-math=tf32) */
+    DlcGpuMath math;               /* the products' arithmetic (--gpu-math) */
     int sm;                        /* the architecture, 80 for sm_80 (int8's dp4a needs 61) */
 } NvKernels;
 

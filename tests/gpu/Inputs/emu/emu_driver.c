@@ -13,7 +13,8 @@
  * another, so the kernels' shared arrays, module globals here, are the
  * running block's.  The arithmetic is the host's (exp2f for ex2.approx):
  * this checks the kernels' indexing and the host code's launches, not the
- * GPU's rounding or speed. */
+ * GPU's rounding or speed.  The tensor cores' mma.sync is a warp's
+ * exchange of fragments (emu_mma), computed in f32 in the order of k. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -42,6 +43,77 @@ int emu_dp4a(int a, int b, int c) {
     for (int k = 0; k < 4; k++)
         c += (signed char)(a >> 8 * k) * (signed char)(b >> 8 * k);
     return c;
+}
+
+/* cvt.rna.tf32.f32: to 10 bits of mantissa, to nearest, ties away from 0 */
+int emu_f2tf32(float a) {
+    unsigned u;
+    memcpy(&u, &a, 4);
+    if ((u & 0x7f800000u) != 0x7f800000u) /* not inf or NaN */
+        u = (u + 0x1000u) & ~0x1fffu;
+    return (int)u;
+}
+
+/* a float's bf16, to nearest, ties to even (NaN stays NaN) */
+static unsigned bf16(float a) {
+    unsigned u;
+    memcpy(&u, &a, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)
+        return (u >> 16) | 0x40u;
+    return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+
+/* cvt.rn.bf16x2.f32 d, a, b: a's bf16 in the upper half, b's in the lower */
+int emu_ff2bf16x2(float a, float b) { return (int)(bf16(a) << 16 | bf16(b)); }
+
+static float from_bits(unsigned u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* mma.sync.m16n8k8 (TF32, kind 0) and m16n8k16 (bf16, kind 1), row.col,
+ * f32 sums, for the calling lane: its fragments a (4 registers), b (2) and
+ * c (4) in, its 4 results d out, in the PTX ISA's layouts (codegen/nvptx/
+ * kb.h).  Each lane puts its fragments where its warp can read them, and
+ * every thread of the block meets at the barrier: dlc's products call
+ * mma.sync in every thread alike.  The fragments alternate between two
+ * stores, since a thread can only get two calls ahead of another once
+ * that one has read the first's. */
+#define MAX_THREADS 1024
+static unsigned frag_a[2][MAX_THREADS][4], frag_b[2][MAX_THREADS][2];
+static _Thread_local int frag_turn;
+
+void emu_mma(int kind, int a0, int a1, int a2, int a3, int b0, int b1, float c0, float c1, float c2,
+             float c3, float *d) {
+    int t = thread_index, s = frag_turn;
+    frag_turn ^= 1;
+    const int a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
+    for (int i = 0; i < 4; i++)
+        frag_a[s][t][i] = (unsigned)a[i];
+    for (int i = 0; i < 2; i++)
+        frag_b[s][t][i] = (unsigned)b[i];
+    emu_barrier();
+    int warp = t & ~31, g = (t & 31) / 4, tq = t & 3, depth = kind ? 16 : 8;
+    const float c[4] = {c0, c1, c2, c3};
+    for (int e = 0; e < 4; e++) {
+        int row = g + 8 * (e / 2), col = 2 * tq + e % 2;
+        float sum = c[e];
+        for (int k = 0; k < depth; k++) {
+            float x, y;
+            if (kind == 0) { /* A[r][k]: lane (r % 8) 4 + k % 4, register r / 8 + 2 (k / 4) */
+                x = from_bits(frag_a[s][warp + row % 8 * 4 + k % 4][row / 8 + 2 * (k / 4)]);
+                y = from_bits(frag_b[s][warp + col * 4 + k % 4][k / 4]);
+            } else { /* pairs along k: lane (r % 8) 4 + (k % 8) / 2, half k % 2 */
+                unsigned ra = frag_a[s][warp + row % 8 * 4 + k % 8 / 2][row / 8 + 2 * (k / 8)];
+                unsigned rb = frag_b[s][warp + col * 4 + k % 8 / 2][k / 8];
+                x = from_bits((k % 2 ? ra >> 16 : ra & 0xffffu) << 16);
+                y = from_bits((k % 2 ? rb >> 16 : rb & 0xffffu) << 16);
+            }
+            sum += x * y;
+        }
+        d[e] = sum;
+    }
 }
 
 static void *worker(void *arg) {
@@ -130,7 +202,7 @@ int cuFuncSetAttribute(void *fn, int attr, int value) { (void)fn, (void)attr, (v
 int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
     (void)shared, (void)stream, (void)extra;
-    if (by != 1 || bz != 1 || start_pool((int)bx)) {
+    if (by != 1 || bz != 1 || bx > MAX_THREADS || start_pool((int)bx)) {
         fprintf(stderr, "emu_driver: blocks of %u x %u x %u threads\n", bx, by, bz);
         return 1; /* CUDA_ERROR_INVALID_VALUE */
     }
