@@ -22,6 +22,9 @@ heads, as models/googlenet.dl).
       the dlc program's report: median_ms, mean_ms, min_ms, max_ms,
       images_per_second (batch / median), and peak_rss_kib (the process's
       peak resident memory, interpreter included).
+      --amp bf16 (with --device cuda) trains in PyTorch's automatic mixed
+      precision, the forward pass under torch.autocast(dtype=bfloat16), as
+      dlc's --gpu-math=bf16 is compared with.
       --model charlm is models/charlm.dl (token ids in, a label at every
       step); --mode step times one step of it at the batch, going on from
       the LSTM's state, as generating text a character at a time does.
@@ -125,12 +128,15 @@ def sgd(model, name="lenet5", lr=0.01):
     return torch.optim.SGD(model.parameters(), lr=lr, momentum=0.9, weight_decay=1e-4)
 
 
-def train_step(model, opt, x, y):
+def train_step(model, opt, x, y, amp=None):
+    """One step; amp "bf16": the forward pass and the loss under
+    torch.autocast in bf16 (bf16 needs no loss scaling)."""
     opt.zero_grad(set_to_none=True)
-    out = model(x)
-    if isinstance(out, tuple):  # a language model: scores at every step
-        out, y = out[0].reshape(-1, out[0].shape[-1]), y.reshape(-1)
-    loss = F.cross_entropy(out, y)
+    with torch.autocast(device_type=x.device.type, dtype=torch.bfloat16, enabled=amp == "bf16"):
+        out = model(x)
+        if isinstance(out, tuple):  # a language model: scores at every step
+            out, y = out[0].reshape(-1, out[0].shape[-1]), y.reshape(-1)
+        loss = F.cross_entropy(out, y)
     loss.backward()
     opt.step()
     return loss.item()  # as dlc's train_step, which returns the loss
@@ -155,7 +161,7 @@ def bench(args):
 
         def iteration(x, y):
             # the batch comes from the host each step, as dlc's does
-            train_step(model, opt, x.to(dev), y.to(dev))
+            train_step(model, opt, x.to(dev), y.to(dev), args.amp)
     elif args.mode == "step":  # a language model's one step, going on from its state
         model.eval()
         state = [None]
@@ -181,7 +187,7 @@ def bench(args):
         ms.append(1000 * (time.perf_counter() - t0))
     median = statistics.median(ms)
     print(json.dumps({"framework": "pytorch " + torch.__version__, "model": args.model,
-                      "mode": args.mode,
+                      "mode": args.mode, "amp": args.amp,
                       "threads": torch.get_num_threads(), "batch": args.batch,
                       "median_ms": median, "mean_ms": statistics.fmean(ms),
                       "min_ms": min(ms), "max_ms": max(ms),
@@ -314,6 +320,8 @@ def main():
     p.add_argument("--device", default="cpu",
                    help="cpu, or cuda: the model on the GPU (cuDNN's default settings); "
                         "the report adds peak_device_mib, torch.cuda.max_memory_allocated")
+    p.add_argument("--amp", choices=["bf16"], default=None,
+                   help="train under torch.autocast in bf16 (automatic mixed precision)")
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     args = p.parse_args()
