@@ -29,6 +29,8 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 typedef unsigned long long CUdeviceptr;
 typedef int CUjit_option;
 
@@ -52,6 +54,9 @@ enum {
     CU_EVENT_DISABLE_TIMING = 2,
     /* CUstream_flags: no implicit ordering with the legacy default stream */
     CU_STREAM_NON_BLOCKING = 1,
+    /* CUstreamCaptureMode: only this thread's calls are checked for ones
+       that capture forbids */
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
 };
 
 /* Dynamic shared memory a kernel may use without asking for more. */
@@ -98,7 +103,14 @@ enum {
     X(cuEventCreate, "cuEventCreate", (CUevent *event, unsigned flags))              \
     X(cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                          \
     X(cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))              \
-    X(cuStreamWaitEvent, "cuStreamWaitEvent", (CUstream stream, CUevent event, unsigned flags))
+    X(cuStreamWaitEvent, "cuStreamWaitEvent", (CUstream stream, CUevent event, unsigned flags)) \
+    X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream stream, int mode))  \
+    X(cuStreamEndCapture, "cuStreamEndCapture", (CUstream stream, CUgraph *graph))   \
+    X(cuGraphInstantiate, "cuGraphInstantiateWithFlags",                              \
+      (CUgraphExec *exec, CUgraph graph, unsigned long long flags))                   \
+    X(cuGraphLaunch, "cuGraphLaunch", (CUgraphExec exec, CUstream stream))            \
+    X(cuGraphExecDestroy, "cuGraphExecDestroy", (CUgraphExec exec))                   \
+    X(cuGraphDestroy, "cuGraphDestroy", (CUgraph graph))
 
 struct DlrtCuda {
     void *lib;              /* dlopen's handle of libcuda */
@@ -117,6 +129,7 @@ struct DlrtCuda {
     int multiprocessors;    /* streaming multiprocessors */
     int max_shared;         /* dynamic shared memory a block may opt in to */
     bool sync_each;         /* DLRT_CUDA_SYNC=1: wait after each launch */
+    bool graphs;            /* record launches as graphs (DLRT_CUDA_GRAPHS, dlrt_cuda_graphs) */
     DlrtProfile *profile;   /* DLRT_CUDA_PROFILE=1: each launch timed (below), or NULL */
 };
 
@@ -337,6 +350,9 @@ static DlrtStatus open_steps(DlrtCuda *cu, const char *ptx, DlrtError *err) {
     const char *sync = getenv("DLRT_CUDA_SYNC");
     cu->sync_each = sync && strcmp(sync, "1") == 0;
     cu->profile = dlrt_profile_open("DLRT_CUDA_PROFILE", 0, NULL);
+    /* a graph's launches cannot be waited for one by one */
+    const char *graphs = getenv("DLRT_CUDA_GRAPHS");
+    cu->graphs = !(graphs && strcmp(graphs, "0") == 0) && !cu->sync_each && !cu->profile;
     return DLRT_OK;
 }
 
@@ -653,4 +669,53 @@ DlrtStatus dlrt_cuda_wait_event(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEve
     CUresult r = cu->api.cuStreamWaitEvent(stream ? (CUstream)stream : cu->stream, event, 0);
     return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamWaitEvent",
                                                    "for", what, err);
+}
+
+/* ---- graphs: a sequence of launches recorded once, replayed in one call ---- */
+
+bool dlrt_cuda_graphs(const DlrtCuda *cu) { return cu && cu->graphs; }
+
+DlrtStatus dlrt_cuda_capture_begin(DlrtCuda *cu, const char *what, DlrtError *err) {
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUresult r = cu->api.cuStreamBeginCapture(cu->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+    return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamBeginCapture",
+                                                   "for", what, err);
+}
+
+DlrtStatus dlrt_cuda_capture_end(DlrtCuda *cu, DlrtCudaGraph *graph, const char *what,
+                                 DlrtError *err) {
+    if (graph)
+        *graph = NULL;
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUgraph g = NULL;
+    CUresult r = cu->api.cuStreamEndCapture(cu->stream, &g);
+    if (r != CUDA_SUCCESS)
+        return graph ? cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamEndCapture", "for", what, err)
+                     : DLRT_OK;
+    CUgraphExec exec = NULL;
+    if (graph && (r = cu->api.cuGraphInstantiate(&exec, g, 0)) != CUDA_SUCCESS)
+        st = cuda_fail(cu, DLRT_E_DEVICE, r, "cuGraphInstantiate", "for", what, err);
+    cu->api.cuGraphDestroy(g); /* the instance keeps what it needs */
+    if (graph)
+        *graph = exec;
+    return st;
+}
+
+DlrtStatus dlrt_cuda_graph_launch(DlrtCuda *cu, DlrtCudaGraph graph, const char *what,
+                                  DlrtError *err) {
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUresult r = cu->api.cuGraphLaunch(graph, cu->stream);
+    return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuGraphLaunch", "for",
+                                                   what, err);
+}
+
+void dlrt_cuda_graph_free(DlrtCuda *cu, DlrtCudaGraph graph) {
+    if (cu && graph && cu->api.cuCtxSetCurrent(cu->ctx) == CUDA_SUCCESS)
+        cu->api.cuGraphExecDestroy(graph);
 }

@@ -1047,6 +1047,25 @@ DlrtStatus dlrt_cuda_record(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent e
 DlrtStatus dlrt_cuda_wait_event(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent event,
                                 const char *what, DlrtError *err);
 
+/* Graphs: the launches of a generated step recorded once and replayed with
+ * one call, so that the host's cost per launch and the gaps between
+ * kernels go (a CUDA graph, made by capturing the kernels' stream).
+ * dlrt_cuda_graphs says whether to use them: yes unless DLRT_CUDA_GRAPHS=0,
+ * DLRT_CUDA_SYNC=1 or DLRT_CUDA_PROFILE=1 (which wait after each launch).
+ * Between capture_begin and capture_end the object's launches are
+ * recorded, not run; capture_end with graph NULL ends a capture that
+ * failed and keeps nothing.  A replay runs the launches with the argument
+ * values they had when recorded. */
+typedef void *DlrtCudaGraph;              /* a CUgraphExec */
+bool dlrt_cuda_graphs(const DlrtCuda *cu);
+DlrtStatus dlrt_cuda_capture_begin(DlrtCuda *cu, const char *what, DlrtError *err);
+DlrtStatus dlrt_cuda_capture_end(DlrtCuda *cu, DlrtCudaGraph *graph, const char *what,
+                                 DlrtError *err);
+DlrtStatus dlrt_cuda_graph_launch(DlrtCuda *cu, DlrtCudaGraph graph, const char *what,
+                                  DlrtError *err);
+/* NULL is fine. */
+void dlrt_cuda_graph_free(DlrtCuda *cu, DlrtCudaGraph graph);
+
 /* ------------------------------------------------------------------------ */
 /* data-parallel training: what a generated step and its reducer share      */
 /* ------------------------------------------------------------------------ */

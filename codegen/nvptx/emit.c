@@ -26,12 +26,18 @@ void nv_start(Build *b, NvKernels *nk, const DlcOp *op, const char *tag, const c
     b->l = &nk->launches[nk->nlaunches - 1];
     LLVMTypeRef types[4];
     for (int i = 0; i < b->l->nscalars; i++)
-        types[i] = scalar_type(b, b->l->scalars[i]);
+        types[i] = nv_step_scalar(b->l->scalars[i]) ? b->kb->gptr : scalar_type(b, b->l->scalars[i]);
     kb_begin(b->kb, b->l->kernel, nptrs, b->l->nscalars, types, block);
     for (int i = 0; i < nptrs; i++)
         b->p[i] = kb_param(b->kb, i);
-    for (int i = 0; i < b->l->nscalars; i++)
+    for (int i = 0; i < b->l->nscalars; i++) {
         b->sc[i] = kb_param(b->kb, nptrs + i);
+        if (nv_step_scalar(b->l->scalars[i])) { /* its slot of the step values */
+            LLVMTypeRef t = scalar_type(b, b->l->scalars[i]);
+            b->sc[i] = LLVMBuildLoad2(b->kb->b, t, b->sc[i], "");
+            LLVMSetAlignment(b->sc[i], t == b->kb->i64 ? 8 : 4);
+        }
+    }
     b->n = b->sc[0];
 }
 

@@ -72,6 +72,9 @@ typedef struct Gpu {
     LLVMModuleRef mod;
     const DlcBucketPlan *dist; /* while the distributed step is written: its
                                   gradients live in net->grads, in this plan */
+    int64_t *step_at;          /* [launch * 4 + scalar]: the byte offset of a
+                                  step scalar's slot in the step values */
+    int64_t step_bytes;        /* the step values' size */
 } Gpu;
 
 static bool build_kernels(Gpu *g) {
@@ -285,18 +288,13 @@ static void put_launch(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
                                           : device_ptr(g, pp, plan, op->in[s]);
         put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
     }
+    (void)index;
     for (int i = 1; i < l->nscalars; i++) {
         int s = l->scalars[i];
         if (s == NV_SC_LOOP)
             put(o, "        int32_t s%d = loop;\n", i);
-        else if (s == NV_SC_SEED)
-            put(o, "        uint64_t s%d = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d);\n", i, index);
-        else if (op->in[s - NV_SCALAR]->type.dtype == DLC_I32)
-            put(o, "        int32_t s%d = net->step;\n", i);
-        else if (op->kind == DLC_OP_CLIP_NORM) /* its largest norm, kept by the host's network */
-            put(o, "        float s%d = %s_clip(net->host);\n", i, g->infer->name);
-        else
-            put(o, "        float s%d = lr;\n", i);
+        else /* a step scalar: its slot, which put_step_values fills */
+            put(o, "        DlrtDevicePtr s%d = net->steps + %lld;\n", i, (long long)g->step_at[k * 4 + i]);
     }
     put(o, "        void *args[] = {");
     for (int i = 0; i < l->nptrs; i++)
@@ -315,12 +313,55 @@ static void put_launch(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
            "            return st;\n    }\n", k, name, dlc_op_info(op->kind)->name, l->kernel);
 }
 
-/* The launches of one network, in order, as a function. */
+/* Gives each step scalar of every launch (nv_step_scalar: the learning
+ * rate, Adam's step, dropout's seed, the clipping norm) a slot of 8 bytes
+ * in the step values, which the host fills and uploads before the launches
+ * (put_step_values), so that a graph of them stays valid from step to step. */
+static void place_step_values(Gpu *g) {
+    g->step_at = dlc_arena_alloc(&g->arena, sizeof *g->step_at * 4 * (size_t)(g->nk.nlaunches + 1));
+    g->step_bytes = 0;
+    for (int k = 0; k < g->nk.nlaunches; k++)
+        for (int i = 1; i < g->nk.launches[k].nscalars; i++)
+            if (nv_step_scalar(g->nk.launches[k].scalars[i])) {
+                g->step_at[k * 4 + i] = g->step_bytes;
+                g->step_bytes += 8;
+            }
+}
+
+/* The step values of launches [first, end), written into the pinned copy
+ * and uploaded: what each launch used to take by value. */
+static void put_step_values(Gpu *g, Out *o, const DlcNetwork *net, int first, int end) {
+    int64_t lo = -1, hi = 0;
+    for (int k = first; k < end; k++) {
+        const NvLaunch *l = &g->nk.launches[k];
+        const DlcOp *op = l->op;
+        for (int i = 1; i < l->nscalars; i++) {
+            int s = l->scalars[i];
+            if (!nv_step_scalar(s))
+                continue;
+            const char *v = s == NV_SC_SEED ? dlc_arena_printf(&g->arena, "uint64_t v = dlrt_rng_derive(net->seed, (uint64_t)net->step, %d)", op_index(net, op))
+                          : op->in[s - NV_SCALAR]->type.dtype == DLC_I32 ? "int32_t v = net->step"
+                          : op->kind == DLC_OP_CLIP_NORM /* its largest norm, kept by the host's network */
+                              ? dlc_arena_printf(&g->arena, "float v = %s_clip(net->host)", g->infer->name)
+                              : "float v = lr";
+            int64_t at = g->step_at[k * 4 + i];
+            put(o, "    { %s; memcpy(net->pinned_steps + %lld, &v, sizeof v); }\n", v, (long long)at);
+            lo = lo < 0 || at < lo ? at : lo;
+            hi = at + 8 > hi ? at + 8 : hi;
+        }
+    }
+    if (lo >= 0)
+        put(o, "    DlrtStatus up = dlrt_cuda_upload(net->cu, net->steps + %lld, net->pinned_steps + %lld, %lld, \"the step's values\", err);\n"
+               "    if (up)\n        return up;\n", (long long)lo, (long long)lo, (long long)(hi - lo));
+}
+
+/* The launches of one network, in order, as a function (launches_TAG), and
+ * run_TAG: the step values, then the launches, replayed from a graph where
+ * graphs are used (replay). */
 static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, const DlcMemPlan *plan,
                     int first, int end, const char *tag, bool train) {
-    put(o, "\nstatic DlrtStatus run_%s(%sCuda *net, int64_t n%s, DlrtError *err) {\n"
-           "    int32_t n32 = (int32_t)n;\n    DlrtStatus st;\n", tag, g->infer->name,
-        train ? ", bool update, float lr" : "");
+    put(o, "\nstatic DlrtStatus launches_%s(%sCuda *net, int64_t n, bool update, DlrtError *err) {\n"
+           "    int32_t n32 = (int32_t)n;\n    DlrtStatus st;\n    (void)update;\n", tag, g->infer->name);
     int loop_end = -1; /* the last launch of the loop being written */
     for (int k = first; k < end; k++) {
         const NvLaunch *l = &g->nk.launches[k];
@@ -333,6 +374,13 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
             put(o, "    }\n");
     }
     put(o, "    return DLRT_OK;\n}\n");
+    put(o, "\nstatic DlrtStatus run_%s(%sCuda *net, int64_t n%s, DlrtError *err) {\n%s", tag,
+        g->infer->name, train ? ", bool update, float lr" : "", train ? "    (void)lr;\n" : "");
+    put_step_values(g, o, net, first, end);
+    if (train)
+        put(o, "    return replay(net, update ? GRAPH_UPDATE : GRAPH_GRADIENTS, n, update, launches_%s, err);\n}\n", tag);
+    else
+        put(o, "    return replay(net, GRAPH_INFER, n, false, launches_%s, err);\n}\n", tag);
 }
 
 /* ---- data-parallel training: the step of one rank ---------------------------------- */
@@ -374,14 +422,15 @@ static void put_run_dist(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net
         clips |= dlc_op_is_clip(net->ops[i]->kind);
     put(o, "\nstatic DlrtStatus run_dist(%sCuda *net, int64_t n, float lr, float scale,\n"
            "                           const DlrtCudaReducer *r, DlrtError *err) {\n"
-           "    int32_t n32 = (int32_t)n;\n    DlrtStatus st;\n"
-           "    if (n == 0) { /* no sample for this rank: it adds zeros */\n"
+           "    int32_t n32 = (int32_t)n;\n    DlrtStatus st;\n", g->infer->name);
+    put_step_values(g, o, net, g->first_train, g->nk.nlaunches);
+    put(o, "    if (n == 0) { /* no sample for this rank: it adds zeros */\n"
            "        if ((st = dlrt_cuda_zero(net->cu, net->grads, sizeof(float) * GRAD_FLOATS, \"the gradients\", err)))\n"
            "            return st;\n"
            "        for (int b = 0; r && b < NBUCKETS; b++)\n"
            "            if ((st = r->ready(r->ctx, net->cu, b, net->grads + 4u * DIST_PLAN[b][0], DIST_PLAN[b][1], scale, err)))\n"
            "                return st;\n"
-           "    } else {\n", g->infer->name);
+           "    } else {\n");
     int loop_end = -1;
     bool *due = calloc((size_t)bp->nbuckets + 1, sizeof *due); /* complete, not yet handed over */
     for (int k = g->first_train; k < g->nk.nlaunches; k++) {
@@ -553,11 +602,39 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
             "    float *pinned_x, *pinned_out;  /* staging for batches and results */\n"
             "    int32_t *pinned_labels;\n"
             "    float *pinned_loss;\n"
+            "    DlrtDevicePtr steps;     /* the step values: each launch's learning rate, step, seed */\n"
+            "    unsigned char *pinned_steps;\n"
+            "    DlrtCudaGraph graph[3];  /* the launches of run_infer, and of run_train without and with\n"
+            "                                the update, recorded at batch graph_n[i] (replay) */\n"
+            "    int64_t graph_n[3];\n"
             "    int64_t max_batch;\n"
             "    int32_t step;\n"
             "    uint64_t seed;\n"
             "    bool host_stale;     /* the device's parameters are newer */\n"
             "} %sCuda;\n", p, T, g->nk.nlaunches ? g->nk.nlaunches : 1, p);
+    put(&o,
+        "\nenum { GRAPH_INFER, GRAPH_GRADIENTS, GRAPH_UPDATE };\n"
+        "typedef DlrtStatus Launches(%sCuda *net, int64_t n, bool update, DlrtError *err);\n\n"
+        "/* The launches at batch n, recorded as graph `which` the first time (and\n"
+        " * again when n changes) and replayed with one call; one by one where\n"
+        " * graphs are not used (dlrt_cuda_graphs: DLRT_CUDA_GRAPHS=0, DLRT_CUDA_SYNC=1,\n"
+        " * DLRT_CUDA_PROFILE=1).  What changes from step to step is in the step\n"
+        " * values, which the kernels read from device memory. */\n"
+        "static DlrtStatus replay(%sCuda *net, int which, int64_t n, bool update, Launches *launches,\n"
+        "                         DlrtError *err) {\n"
+        "    if (!dlrt_cuda_graphs(net->cu))\n        return launches(net, n, update, err);\n"
+        "    if (net->graph[which] && net->graph_n[which] != n) {\n"
+        "        dlrt_cuda_graph_free(net->cu, net->graph[which]);\n        net->graph[which] = NULL;\n    }\n"
+        "    if (!net->graph[which]) {\n"
+        "        DlrtStatus st = dlrt_cuda_capture_begin(net->cu, \"the step's graph\", err);\n"
+        "        if (st)\n            return st;\n"
+        "        st = launches(net, n, update, err);\n"
+        "        if (st) {\n            dlrt_cuda_capture_end(net->cu, NULL, \"the step's graph\", NULL);\n            return st;\n        }\n"
+        "        if ((st = dlrt_cuda_capture_end(net->cu, &net->graph[which], \"the step's graph\", err)))\n            return st;\n"
+        "        net->graph_n[which] = n;\n    }\n"
+        "    return dlrt_cuda_graph_launch(net->cu, net->graph[which], \"the step's graph\", err);\n}\n", p, p);
+    place_step_values(g);
+    put(&o, "#define STEP_BYTES %lld\n", (long long)g->step_bytes);
     put(&o, "\n/* ---- inference: network @%s ---- */\n", net->name);
     put_run(g, &o, &pp, net, &si, 0, tn ? g->first_train : g->nk.nlaunches, "infer", false);
     if (tn) {
@@ -578,6 +655,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "        dlrt_cuda_free(net->cu, net->grads);\n"
         "        dlrt_cuda_host_free(net->cu, net->pinned_x);\n        dlrt_cuda_host_free(net->cu, net->pinned_out);\n"
         "        dlrt_cuda_host_free(net->cu, net->pinned_labels);\n        dlrt_cuda_host_free(net->cu, net->pinned_loss);\n"
+        "        dlrt_cuda_free(net->cu, net->steps);\n        dlrt_cuda_host_free(net->cu, net->pinned_steps);\n"
+        "        for (int i = 0; i < 3; i++)\n            dlrt_cuda_graph_free(net->cu, net->graph[i]);\n"
         "        dlrt_cuda_close(net->cu);\n    }\n"
         "    %s_free(net->host);\n    free(net);\n}\n\n", p, p);
     put(&o,
@@ -640,6 +719,8 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
         "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float) * (size_t)(OUTPUT_SIZE * max_batch) + 4, (void **)&net->pinned_out, err);\n"
         "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(int32_t) * (size_t)(LABELS_PER_SAMPLE * max_batch) + 4, (void **)&net->pinned_labels, err);\n"
         "    if (!st) st = dlrt_cuda_host_alloc(net->cu, sizeof(float), (void **)&net->pinned_loss, err);\n"
+        "    if (!st) st = dlrt_cuda_alloc(net->cu, STEP_BYTES + 8, &net->steps, \"the step values\", err);\n"
+        "    if (!st) st = dlrt_cuda_host_alloc(net->cu, STEP_BYTES + 8, (void **)&net->pinned_steps, err);\n"
         "    if (!st) st = upload_params(net, err);\n"
         "    if (st) {\n        cuda_free(net);\n        return st;\n    }\n"
         "    *out = net;\n    return DLRT_OK;\n}\n\n",

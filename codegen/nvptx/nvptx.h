@@ -23,8 +23,12 @@ enum { NV_RESULT = 1 << 16, NV_WORKSPACE = 1 << 17 };
  * seed for random numbers (i64), the counter of the loop the launch is in
  * (i32: a recurrent layer's step, NvLaunch.loop_steps), or a scalar
  * operand i such as the learning rate or the step (NV_SCALAR + i, of the
- * operand's type). */
+ * operand's type).  The seed and the operands change from step to step:
+ * they are read from the step values in device memory, the kernel taking
+ * a pointer to its slot (nv_step_scalar), so that a recorded graph of a
+ * step's launches stays right; n and the loop counter are the launch's. */
 enum { NV_SC_N = 0, NV_SC_SEED = 1, NV_SC_LOOP = 2, NV_SCALAR = 100 };
+static inline bool nv_step_scalar(int sc) { return sc == NV_SC_SEED || sc >= NV_SCALAR; }
 
 #define NV_MAX_PTRS 24
 

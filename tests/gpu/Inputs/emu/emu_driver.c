@@ -14,7 +14,9 @@
  * running block's.  The arithmetic is the host's (exp2f for ex2.approx):
  * this checks the kernels' indexing and the host code's launches, not the
  * GPU's rounding or speed.  The tensor cores' mma.sync is a warp's
- * exchange of fragments (emu_mma), computed in f32 in the order of k. */
+ * exchange of fragments (emu_mma), computed in f32 in the order of k.
+ * A stream being captured records its launches, with copies of their
+ * arguments, into a graph that cuGraphLaunch runs again. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -30,6 +32,26 @@ static pthread_barrier_t sync_threads, go, done;
 static void (*kernel)(void **);
 static void **kernel_args;
 static int pool_size;
+
+/* A CUfunction: the kernel's wrapper, and its parameters' count and sizes
+ * (ll_to_host.py's emu_sizes_NAME: count, then each size in bytes). */
+typedef struct Function {
+    void (*wrap)(void **);
+    const int *sizes;
+} Function;
+
+/* A recorded launch, its arguments copied; a graph is a list of them. */
+typedef struct Launch {
+    Function *fn;
+    unsigned grid[3], block[3];
+    void *args[64];             /* each points into values */
+    unsigned char values[64 * 8];
+    struct Launch *next;
+} Launch;
+typedef struct Graph {
+    Launch *first, **last;
+} Graph;
+static Graph *capturing;        /* the graph a capture is recording, or NULL */
 
 int emu_tid_x(void) { return thread_index; }
 int emu_ctaid_x(void) { return block[0]; }
@@ -167,7 +189,7 @@ int cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return 0; }
 int cuCtxSetCurrent(void *ctx) { (void)ctx; return 0; }
 int cuStreamCreate(void **stream, unsigned flags) { (void)flags; *stream = (void *)1; return 0; }
 int cuStreamDestroy_v2(void *stream) { (void)stream; return 0; }
-int cuStreamSynchronize(void *stream) { (void)stream; return 0; }
+int cuStreamSynchronize(void *stream) { (void)stream; return capturing ? 900 : 0; }
 /* Every call runs at once, in the order the host makes it, so an event has
  * nothing to order: the streams' work is already done when it is recorded
  * (emu_nccl.c's sums too). */
@@ -186,19 +208,41 @@ int cuModuleLoadDataEx(void **mod, const void *image, unsigned n, int *options, 
 int cuModuleUnload(void *mod) { (void)mod; return 0; }
 int cuModuleGetFunction(void **fn, void *mod, const char *name) {
     (void)mod;
-    char symbol[512];
+    char symbol[512], sizes[512];
     snprintf(symbol, sizeof symbol, "emu_wrap_%s", name);
+    snprintf(sizes, sizeof sizes, "emu_sizes_%s", name);
     static const char here = 0; /* an object of this library, for dladdr */
     Dl_info self;
     void *lib = dladdr(&here, &self) ? dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    *fn = lib ? dlsym(lib, symbol) : NULL;
-    if (!*fn) {
+    Function *f = calloc(1, sizeof *f);
+    void *wrap = lib ? dlsym(lib, symbol) : NULL;
+    if (f && wrap) {
+        memcpy(&f->wrap, &wrap, sizeof f->wrap);
+        f->sizes = dlsym(lib, sizes);
+    }
+    if (!f || !wrap || !f->sizes) {
         fprintf(stderr, "emu_driver: no kernel %s\n", name);
+        free(f);
         return 500; /* CUDA_ERROR_NOT_FOUND */
     }
+    *fn = f; /* never freed: a program looks up each kernel once */
     return 0;
 }
 int cuFuncSetAttribute(void *fn, int attr, int value) { (void)fn, (void)attr, (void)value; return 0; }
+
+static void run(Function *fn, const unsigned grid[3], unsigned bx, void **params) {
+    kernel = fn->wrap;
+    kernel_args = params;
+    block_dim = (int)bx, grid_dim = (int)grid[0];
+    for (unsigned z = 0; z < grid[2]; z++)
+        for (unsigned y = 0; y < grid[1]; y++)
+            for (unsigned x = 0; x < grid[0]; x++) {
+                block[0] = (int)x, block[1] = (int)y, block[2] = (int)z;
+                pthread_barrier_wait(&go);
+                pthread_barrier_wait(&done);
+            }
+}
+
 int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
     (void)shared, (void)stream, (void)extra;
@@ -206,16 +250,81 @@ int cuLaunchKernel(void *fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
         fprintf(stderr, "emu_driver: blocks of %u x %u x %u threads\n", bx, by, bz);
         return 1; /* CUDA_ERROR_INVALID_VALUE */
     }
-    memcpy(&kernel, &fn, sizeof kernel);
-    kernel_args = params;
-    block_dim = (int)bx, grid_dim = (int)gx;
-    for (unsigned z = 0; z < gz; z++)
-        for (unsigned y = 0; y < gy; y++)
-            for (unsigned x = 0; x < gx; x++) {
-                block[0] = (int)x, block[1] = (int)y, block[2] = (int)z;
-                pthread_barrier_wait(&go);
-                pthread_barrier_wait(&done);
-            }
+    Function *f = fn;
+    const unsigned grid[3] = {gx, gy, gz};
+    if (!capturing) {
+        run(f, grid, bx, params);
+        return 0;
+    }
+    Launch *l = calloc(1, sizeof *l);
+    if (!l || f->sizes[0] > 64)
+        return 1;
+    l->fn = f;
+    memcpy(l->grid, grid, sizeof grid);
+    l->block[0] = bx;
+    for (int i = 0, at = 0; i < f->sizes[0]; at += 8, i++) {
+        memcpy(l->values + at, params[i], (size_t)f->sizes[1 + i]);
+        l->args[i] = l->values + at;
+    }
+    *capturing->last = l;
+    capturing->last = &l->next;
+    return 0;
+}
+
+/* Graphs.  A capture records the stream's launches (nothing else is
+ * queued during one here); the instance is the graph itself. */
+int cuStreamBeginCapture_v2(void *stream, int mode) {
+    (void)stream, (void)mode;
+    if (capturing)
+        return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
+    capturing = calloc(1, sizeof *capturing);
+    if (!capturing)
+        return 2;
+    capturing->last = &capturing->first;
+    return 0;
+}
+int cuStreamEndCapture(void *stream, void **graph) {
+    (void)stream;
+    if (!capturing)
+        return 901; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */
+    *graph = capturing;
+    capturing = NULL;
+    return 0;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+    (void)flags;
+    Graph *copy = calloc(1, sizeof *copy);
+    if (!copy)
+        return 2;
+    copy->last = &copy->first;
+    for (const Launch *l = ((Graph *)graph)->first; l; l = l->next) {
+        Launch *c = malloc(sizeof *c);
+        if (!c)
+            return 2;
+        *c = *l;
+        for (int i = 0; i < 64; i++) /* into its own values */
+            if (l->args[i])
+                c->args[i] = c->values + ((unsigned char *)l->args[i] - l->values);
+        c->next = NULL;
+        *copy->last = c;
+        copy->last = &c->next;
+    }
+    *exec = copy;
+    return 0;
+}
+static void graph_free(Graph *g) {
+    for (Launch *l = g ? g->first : NULL, *next; l; l = next) {
+        next = l->next;
+        free(l);
+    }
+    free(g);
+}
+int cuGraphDestroy(void *graph) { graph_free(graph); return 0; }
+int cuGraphExecDestroy(void *exec) { graph_free(exec); return 0; }
+int cuGraphLaunch(void *exec, void *stream) {
+    (void)stream;
+    for (Launch *l = ((Graph *)exec)->first; l; l = l->next)
+        run(l->fn, l->grid, l->block[0], l->args);
     return 0;
 }
 int cuMemGetInfo_v2(size_t *free_bytes, size_t *total) {
@@ -235,16 +344,22 @@ int cuMemAllocHost_v2(void **p, size_t bytes) { *p = malloc(bytes); return *p ? 
 int cuMemFreeHost(void *p) { free(p); return 0; }
 int cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t bytes, void *stream) {
     (void)stream;
+    if (capturing) /* dlc's graphs hold kernels only */
+        return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
     memcpy((void *)(unsigned long)dst, src, bytes);
     return 0;
 }
 int cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t bytes, void *stream) {
     (void)stream;
+    if (capturing) /* dlc's graphs hold kernels only */
+        return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
     memcpy(dst, (const void *)(unsigned long)src, bytes);
     return 0;
 }
 int cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t bytes, void *stream) {
     (void)stream;
+    if (capturing) /* dlc's graphs hold kernels only */
+        return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
     memset((void *)(unsigned long)dst, value, bytes);
     return 0;
 }

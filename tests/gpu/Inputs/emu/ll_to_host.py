@@ -5,7 +5,7 @@ indices, the barrier, the tensor cores' conversions and mma.sync) or of libm's (
 and log2f, exact where the GPU's are approximate; int8's dp4a, inline PTX,
 becomes emu_dp4a), and each kernel gets a
 wrapper, emu_wrap_NAME(void **args), that takes cuLaunchKernel's argument
-array."""
+array, and emu_sizes_NAME, its parameters' count and sizes in bytes."""
 import re
 import sys
 
@@ -53,15 +53,17 @@ ASM = {
 }
 # a kernel parameter's type: global pointers arrive as CUdeviceptr values
 TYPES = {"ptr addrspace(1)": "p", "i32": "i32", "i64": "i64", "float": "float"}
+BYTES = {"p": 8, "i32": 4, "i64": 8, "float": 4}
 
 
 def wrapper(name, params):
     lines = ["define void @emu_wrap_%s(ptr %%a) {" % name]
-    args = []
+    args, sizes = [], []
     for i, p in enumerate(params.split(", ") if params else []):
         kind = next((k for t, k in TYPES.items() if p.startswith(t)), None)
         if kind is None:
             sys.exit("ll_to_host.py: kernel %s: parameter '%s'" % (name, p))
+        sizes.append(BYTES[kind])
         lines.append("  %%s%d = getelementptr ptr, ptr %%a, i64 %d" % (i, i))
         lines.append("  %%v%d = load ptr, ptr %%s%d" % (i, i))
         if kind == "p":
@@ -73,6 +75,10 @@ def wrapper(name, params):
             args.append("%s %%x%d" % (kind, i))
     lines.append("  call void @%s(%s)" % (name, ", ".join(args)))
     lines.append("  ret void\n}")
+    # the parameters' count and sizes, for copying a launch's arguments when
+    # a graph records it
+    lines.append("@emu_sizes_%s = constant [%d x i32] [%s]" % (
+        name, len(sizes) + 1, ", ".join("i32 %d" % s for s in [len(sizes)] + sizes)))
     return "\n".join(lines)
 
 
