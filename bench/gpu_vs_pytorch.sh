@@ -66,7 +66,7 @@ median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (
 peer_of() { [ "$1" = bf16 ] && echo amp || echo default; }
 
 $py -c 'import torch; print("PyTorch", torch.__version__, "on", torch.cuda.get_device_name(0), "| cudnn.allow_tf32:", torch.backends.cudnn.allow_tf32, "| cuda.matmul.allow_tf32:", torch.backends.cuda.matmul.allow_tf32)'
-printf "%-28s %14s %14s %8s %12s %12s %8s\n" case "dlc img/s" "torch img/s" ratio "dlc MiB" "torch MiB" ratio
+printf "%-36s %14s %14s %8s %12s %12s %8s\n" case "dlc img/s" "torch img/s" ratio "dlc MiB" "torch MiB" ratio
 for c in $cases; do
     IFS=: read -r m b it <<< "$c"
     peers=$(for v in $maths; do peer_of "$v"; done | sort -u)
@@ -90,7 +90,7 @@ for c in $cases; do
     for v in $maths; do
         p=$(peer_of "$v")
         d=$(median < "$tmp/d.$v") dm=$(median < "$tmp/dm.$v") t=$(median < "$tmp/t.$p") tm=$(median < "$tmp/tm.$p")
-        printf "%-28s %14.0f %14.0f %8.2f %12.0f %12.0f %8.2f\n" "$m train b$b $v vs $p" "$d" "$t" \
+        printf "%-36s %14.0f %14.0f %8.2f %12.0f %12.0f %8.2f\n" "$m train b$b $v vs $p" "$d" "$t" \
             "$(awk -v a="$d" -v b="$t" "BEGIN {print a / b}")" "$dm" "$tm" "$(awk -v a="$dm" -v b="$tm" "BEGIN {print a / b}")"
     done
     rm -f "$tmp"/d.* "$tmp"/dm.* "$tmp"/t.* "$tmp"/tm.*
