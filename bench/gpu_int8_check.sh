@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # int8 inference on an NVIDIA GPU, in one go for a session that is lent a
-# device machine (issue 36, item 3): LeNet-5 and the small residual network
-# of tests/program, compiled with --quantize=int8 --target=cpu,cuda and
+# device machine (issue 36, item 3): LeNet-5 and the small residual and
+# inception networks of tests/program (int8 joins), compiled with --quantize=int8 --target=cpu,cuda and
 # calibrated here, run on the device against the CPU (`check --mode infer`:
 # the forward pass of one batch on both, every score the same bits), then
 # evaluated on the device and on the CPU (the same accuracy), and timed
@@ -38,6 +38,7 @@ done
 nets=(
     "lenet5 models/lenet5.dl 64"
     "int8_resnet tests/program/Inputs/int8_resnet.dl 32"
+    "int8_inception tests/program/Inputs/int8_inception.dl 32"
 )
 
 case "$cmd" in

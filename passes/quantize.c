@@ -80,8 +80,6 @@ typedef struct Quant {
     DlcValue **observed; /* the old values calibration observes, one per scale */
     int nobserved, capobserved;
     bool vnni;         /* the target CPU has AVX-512 VNNI */
-    bool gpu;          /* a GPU pipeline: the joins stay f32 (qadd, qconcat
-                          and qglobalavgpool have no PTX kernels yet) */
 } Quant;
 
 /* A layer's name: its f32 weight's, less ".weight". */
@@ -255,11 +253,8 @@ static void quantize_layer(Quant *q, const DlcOp *op) {
  * where an operand is f32 (a layer kept f32 feeds it, which the user kept
  * f32 for its precision: quantizing its result only to add or copy it
  * would round it anyway), and for an add of more than two terms or with a
- * ReLU's gradient (training's, not in an inference network), and on a GPU
- * pipeline, whose kernels of these are yet to come. */
+ * ReLU's gradient (training's, not in an inference network). */
 static bool quantize_join(Quant *q, const DlcOp *op) {
-    if (q->gpu)
-        return false;
     int ntensors = op->nin - op->nparams;
     DlcOpKind kind = op->kind == DLC_OP_ADD             ? DLC_OP_QADD
                      : op->kind == DLC_OP_CONCAT        ? DLC_OP_QCONCAT
@@ -355,7 +350,7 @@ static bool check_skips(DlcCtx *ctx, DlcModule *m, const DlcPassOptions *opt) {
 static void quantize_network(DlcCtx *ctx, DlcModule *m, int index, const DlcPassOptions *opt,
                              bool vnni) {
     DlcNetwork *old = m->networks[index];
-    Quant q = {.ctx = ctx, .m = m, .old = old, .vnni = vnni, .gpu = opt->gpu};
+    Quant q = {.ctx = ctx, .m = m, .old = old, .vnni = vnni};
     bool any = false;
     for (int i = 0; i < old->nops; i++)
         any |= quantizable(m, old->ops[i], opt);

@@ -1,7 +1,8 @@
 /* emit_quant.c — the GPU kernels of int8 inference (dlc --quantize=int8,
- * docs/quantization.md): quantize, dequantize, qconv2d and qdense, and the
- * byte copy that flatten and reshape of an int8 tensor are (emit_pool.c
- * has int8 max pooling beside the f32 one).
+ * docs/quantization.md): quantize, dequantize, qconv2d and qdense, the
+ * joins between the layers (qadd, qconcat, qglobalavgpool), and the byte
+ * copy that flatten and reshape of an int8 tensor are (emit_pool.c has
+ * int8 max pooling beside the f32 one).
  *
  * They compute what the CPU's kernels (runtime/kernels/int8.c,
  * int8_conv.c) compute, bit for bit where the arithmetic is integer:
@@ -21,6 +22,8 @@
  *     (never fused: the CPU's C is built with -std=c11, no contraction),
  *     the ReLU, rounded to f32.
  * dp4a needs sm_61 or later (kernels.c refuses older architectures). */
+#include <stdio.h>
+
 #include "emit.h"
 
 /* dp4a as inline PTX: LLVM 16 has no intrinsic for it (llvm.nvvm.idp4a
@@ -135,6 +138,47 @@ static QLayer qlayer_of(const DlcOp *op) {
     return q;
 }
 
+/* frexp's exponent of x, a positive normal double, from its bits: the
+ * exponent field less 1022 (for positive finite f32 scales, their ratios
+ * are normal doubles: 1e-128 < x < 1e122). */
+static LLVMValueRef frexp_exp(Kb *kb, LLVMValueRef x) {
+    LLVMBuilderRef B = kb->b;
+    LLVMValueRef bits = LLVMBuildBitCast(B, x, kb->i64, "");
+    LLVMValueRef field = LLVMBuildAnd(B, LLVMBuildLShr(B, bits, i64c(kb, 52), ""), i64c(kb, 0x7ff), "");
+    return LLVMBuildSub(B, LLVMBuildTrunc(B, field, kb->i32, ""), kb_int(kb, 1022), "");
+}
+
+/* 2^k as a double, k (i32) in 0..62: its bits. */
+static LLVMValueRef pow2(Kb *kb, LLVMValueRef k) {
+    LLVMValueRef e = LLVMBuildZExt(kb->b, kb_addi(kb, k, 1023), kb->i64, "");
+    return LLVMBuildBitCast(kb->b, LLVMBuildShl(kb->b, e, i64c(kb, 52), ""), f64_type(kb), "");
+}
+
+/* A multiplier m (a positive normal double) as mult / 2^shift, as
+ * dlrt_requant_init makes it: mult = rint(mant 2^31) of frexp's mantissa
+ * (2^30 and one more in the exponent where that rounds up to 2^31), shift
+ * = 31 - exponent; below 2^-32 (shift > 62) 0 and 0, 2^31 or more (shift
+ * < 0) INT32_MAX and 0. */
+static void requant_multiplier(Kb *kb, LLVMValueRef m, LLVMValueRef *mult, LLVMValueRef *shift) {
+    LLVMBuilderRef B = kb->b;
+    LLVMTypeRef f64 = f64_type(kb);
+    LLVMValueRef bits = LLVMBuildBitCast(B, m, kb->i64, "");
+    LLVMValueRef e = frexp_exp(kb, m);
+    LLVMValueRef mant_bits = LLVMBuildOr(B, LLVMBuildAnd(B, bits, i64c(kb, ~(INT64_C(0x7ff) << 52)), ""),
+                                         i64c(kb, INT64_C(1022) << 52), "");
+    LLVMValueRef mant = LLVMBuildBitCast(B, mant_bits, f64, ""); /* 0.5 <= mant < 1 */
+    LLVMValueRef scaled = LLVMBuildFMul(B, mant, LLVMConstReal(f64, 2147483648.0), "");
+    LLVMValueRef mi = LLVMBuildFPToSI(B, kb_call(kb, "llvm.rint.f64", f64, &scaled, 1), kb->i64, "");
+    LLVMValueRef up = LLVMBuildICmp(B, LLVMIntEQ, mi, i64c(kb, INT64_C(1) << 31), ""); /* rounded up to 1.0 */
+    mi = kb_select(kb, up, i64c(kb, INT64_C(1) << 30), mi);
+    e = kb_select(kb, up, kb_addi(kb, e, 1), e);
+    LLVMValueRef s = kb_sub(kb, kb_int(kb, 31), e);
+    LLVMValueRef tiny = kb_lt(kb, kb_int(kb, 62), s), huge = kb_lt(kb, s, kb_int(kb, 0));
+    LLVMValueRef mt = LLVMBuildTrunc(B, mi, kb->i32, "");
+    *mult = kb_select(kb, tiny, kb_int(kb, 0), kb_select(kb, huge, kb_int(kb, INT32_MAX), mt));
+    *shift = kb_select(kb, kb_or(kb, tiny, huge), kb_int(kb, 0), s);
+}
+
 /* The requantization of filter f (a thread each), as dlrt_requant_init:
  * (bias, mult, shift) as three i32 at 3f of the scratch memory.
  * Operands: (@input_scale, @weight_scale, @bias, @output_scale). */
@@ -159,26 +203,8 @@ static void requant_kernel(NvKernels *nk, const DlcOp *op, const char *tag, cons
     r = kb_select(kb, LLVMBuildFCmp(B, LLVMRealOGT, r, lim, ""), lim,
                   kb_select(kb, LLVMBuildFCmp(B, LLVMRealOLT, r, nlim, ""), nlim, r));
     LLVMValueRef ibias = LLVMBuildFPToSI(B, r, kb->i32, "");
-    /* frexp of M = acc_scale / out_scale from its bits: for positive
-       finite f32 scales M is a normal double (1e-128 < M < 1e122), whose
-       exponent field is frexp's exponent + 1022 */
-    LLVMValueRef m = LLVMBuildFDiv(B, acc_scale, sy, "");
-    LLVMValueRef bits = LLVMBuildBitCast(B, m, kb->i64, "");
-    LLVMValueRef field = LLVMBuildAnd(B, LLVMBuildLShr(B, bits, i64c(kb, 52), ""), i64c(kb, 0x7ff), "");
-    LLVMValueRef e = LLVMBuildSub(B, LLVMBuildTrunc(B, field, kb->i32, ""), kb_int(kb, 1022), "");
-    LLVMValueRef mant_bits = LLVMBuildOr(B, LLVMBuildAnd(B, bits, i64c(kb, ~(INT64_C(0x7ff) << 52)), ""),
-                                         i64c(kb, INT64_C(1022) << 52), "");
-    LLVMValueRef mant = LLVMBuildBitCast(B, mant_bits, f64, ""); /* 0.5 <= mant < 1 */
-    LLVMValueRef scaled = LLVMBuildFMul(B, mant, LLVMConstReal(f64, 2147483648.0), "");
-    LLVMValueRef mi = LLVMBuildFPToSI(B, kb_call(kb, "llvm.rint.f64", f64, &scaled, 1), kb->i64, "");
-    LLVMValueRef up = LLVMBuildICmp(B, LLVMIntEQ, mi, i64c(kb, INT64_C(1) << 31), ""); /* rounded up to 1.0 */
-    mi = kb_select(kb, up, i64c(kb, INT64_C(1) << 30), mi);
-    e = kb_select(kb, up, kb_addi(kb, e, 1), e);
-    LLVMValueRef shift = kb_sub(kb, kb_int(kb, 31), e);
-    LLVMValueRef tiny = kb_lt(kb, kb_int(kb, 62), shift), huge = kb_lt(kb, shift, kb_int(kb, 0));
-    LLVMValueRef mult = LLVMBuildTrunc(B, mi, kb->i32, "");
-    mult = kb_select(kb, tiny, kb_int(kb, 0), kb_select(kb, huge, kb_int(kb, INT32_MAX), mult));
-    shift = kb_select(kb, kb_or(kb, tiny, huge), kb_int(kb, 0), shift);
+    LLVMValueRef mult, shift;
+    requant_multiplier(kb, LLVMBuildFDiv(B, acc_scale, sy, ""), &mult, &shift);
     LLVMValueRef at = kb_muli(kb, f, 3);
     LLVMValueRef out = b.p[4];
     LLVMValueRef vals[3] = {ibias, mult, shift};
@@ -190,13 +216,11 @@ static void requant_kernel(NvKernels *nk, const DlcOp *op, const char *tag, cons
     nv_end_map(&b);
 }
 
-/* (acc + bias) mult / 2^shift rounded half to even, clamped: dlrt_requantize. */
-static LLVMValueRef requantize(Kb *kb, LLVMValueRef acc, LLVMValueRef bias, LLVMValueRef mult,
-                               LLVMValueRef shift, bool relu) {
+/* p (i64) / 2^shift (i32, 0..62) rounded half to even, clamped to
+ * -128 (0 with relu) .. 127, as an i8: round_shift and clamp_s8 of
+ * runtime/kernels/int8.c. */
+static LLVMValueRef round_shift_s8(Kb *kb, LLVMValueRef p, LLVMValueRef shift, bool relu) {
     LLVMBuilderRef B = kb->b;
-    LLVMValueRef p = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildSExt(B, acc, kb->i64, ""),
-                                                  LLVMBuildSExt(B, bias, kb->i64, ""), ""),
-                                  LLVMBuildSExt(B, mult, kb->i64, ""), "");
     /* shift 0 takes p as it is; the rest computed with a shift of at least 1 */
     LLVMValueRef s = LLVMBuildZExt(B, kb_max(kb, shift, kb_int(kb, 1)), kb->i64, "");
     LLVMValueRef q = LLVMBuildAShr(B, p, s, ""); /* floor */
@@ -211,6 +235,16 @@ static LLVMValueRef requantize(Kb *kb, LLVMValueRef acc, LLVMValueRef bias, LLVM
     q = kb_select(kb, LLVMBuildICmp(B, LLVMIntSLT, q, lo, ""), lo,
                   kb_select(kb, LLVMBuildICmp(B, LLVMIntSGT, q, hi, ""), hi, q));
     return LLVMBuildTrunc(B, q, i8_type(kb), "");
+}
+
+/* (acc + bias) mult / 2^shift rounded half to even, clamped: dlrt_requantize. */
+static LLVMValueRef requantize(Kb *kb, LLVMValueRef acc, LLVMValueRef bias, LLVMValueRef mult,
+                               LLVMValueRef shift, bool relu) {
+    LLVMBuilderRef B = kb->b;
+    LLVMValueRef p = LLVMBuildMul(B, LLVMBuildAdd(B, LLVMBuildSExt(B, acc, kb->i64, ""),
+                                                  LLVMBuildSExt(B, bias, kb->i64, ""), ""),
+                                  LLVMBuildSExt(B, mult, kb->i64, ""), "");
+    return round_shift_s8(kb, p, shift, relu);
 }
 
 /* acc += the products of `count` bytes of x and w, at x[xoff + j xstep]
@@ -317,11 +351,118 @@ void nv_emit_qconv2d(NvKernels *nk, const DlcOp *op, const char *tag) { qlayer(n
 
 void nv_emit_qdense(NvKernels *nk, const DlcOp *op, const char *tag) { qlayer(nk, op, tag); }
 
+/* ---- int8 between the layers: qadd, qconcat, qglobalavgpool ------------------- */
+
+/* A scale parameter (f32[], pointer p) as a double. */
+static LLVMValueRef scale_f64(Kb *kb, LLVMValueRef p) {
+    return LLVMBuildFPExt(kb->b, kb_load(kb, p, kb_int(kb, 0)), f64_type(kb), "");
+}
+
+/* (a, b, @a_scale, @b_scale, @output_scale) -> y: a thread per element.
+ * Each thread makes dlrt_qadd_init's multipliers itself from the three
+ * scales (a few f64 operations, each IEEE-exact as the host's): the shift
+ * from frexp of the larger ratio, one less where that ratio rounds to
+ * 2^31, each multiplier rint(ratio 2^shift), saturated.  The sum
+ * a mult_a + b mult_b in int64 is then rounded by 2^shift half to even,
+ * the integers the CPU's doubles give. */
+void nv_emit_qadd(NvKernels *nk, const DlcOp *op, const char *tag) {
+    Build b;
+    int slots[NV_MAX_PTRS], ns = nv_tensor_slots(op, slots);
+    nv_start(&b, nk, op, tag, "", slots, ns, NULL, 0, MAP_THREADS);
+    Kb *kb = b.kb;
+    LLVMBuilderRef B = kb->b;
+    LLVMTypeRef f64 = f64_type(kb);
+    const DlcValue *y = op->out[0];
+    LLVMValueRef i = nv_begin_map(&b, nv_per_n(y), nv_fixed(y));
+    LLVMValueRef sy = scale_f64(kb, b.p[4]);
+    LLVMValueRef ma = LLVMBuildFDiv(B, scale_f64(kb, b.p[2]), sy, ""), mb = LLVMBuildFDiv(B, scale_f64(kb, b.p[3]), sy, "");
+    LLVMValueRef top = kb_select(kb, LLVMBuildFCmp(B, LLVMRealOGT, ma, mb, ""), ma, mb);
+    LLVMValueRef shift = kb_sub(kb, kb_int(kb, 31), frexp_exp(kb, top));
+    LLVMValueRef in62 = kb_and(kb, kb_le(kb, kb_int(kb, 0), shift), kb_le(kb, shift, kb_int(kb, 62)));
+    LLVMValueRef s62 = kb_max(kb, kb_min(kb, shift, kb_int(kb, 62)), kb_int(kb, 0));
+    LLVMValueRef t = LLVMBuildFMul(B, top, pow2(kb, s62), "");
+    t = kb_call(kb, "llvm.rint.f64", f64, &t, 1);
+    LLVMValueRef over = kb_and(kb, in62, LLVMBuildFCmp(B, LLVMRealOGE, t, LLVMConstReal(f64, 2147483648.0), ""));
+    shift = kb_sub(kb, shift, LLVMBuildZExt(B, over, kb->i32, ""));
+    LLVMValueRef tiny = kb_lt(kb, kb_int(kb, 62), shift); /* both below 2^-32: 0 */
+    shift = kb_max(kb, kb_min(kb, shift, kb_int(kb, 62)), kb_int(kb, 0));
+    LLVMValueRef scale = pow2(kb, shift), mult[2], ratio[2] = {ma, mb};
+    for (int k = 0; k < 2; k++) {
+        LLVMValueRef v = LLVMBuildFMul(B, ratio[k], scale, "");
+        v = kb_call(kb, "llvm.rint.f64", f64, &v, 1);
+        LLVMValueRef most = LLVMConstReal(f64, 2147483647.0);
+        v = kb_select(kb, LLVMBuildFCmp(B, LLVMRealOGT, v, most, ""), most, v);
+        mult[k] = kb_select(kb, tiny, i64c(kb, 0), LLVMBuildFPToSI(B, v, kb->i64, ""));
+    }
+    shift = kb_select(kb, tiny, kb_int(kb, 0), shift);
+    LLVMValueRef p = LLVMBuildAdd(B, LLVMBuildMul(B, LLVMBuildSExt(B, load_s8(kb, b.p[0], i), kb->i64, ""), mult[0], ""),
+                                  LLVMBuildMul(B, LLVMBuildSExt(B, load_s8(kb, b.p[1], i), kb->i64, ""), mult[1], ""), "");
+    store_s8(kb, b.p[5], i, round_shift_s8(kb, p, shift, dlc_attr_bool(op, DLC_A_RELU)));
+    nv_end_map(&b);
+}
+
+/* (x1, ..., xk, @scale_1, ..., @scale_k, @output_scale) -> y: a kernel per
+ * operand (TAG_partI), a thread per element of it, requantized from its
+ * scale to the result's as dlrt_requantize_rows_s8 (dlrt_requant_init's
+ * multiplier of scale_i / scale_y, no bias; equal scales give a
+ * multiplier of exactly 1, so the bytes as they are, as the CPU's copy). */
+void nv_emit_qconcat(NvKernels *nk, const DlcOp *op, const char *tag) {
+    const DlcValue *y = op->out[0];
+    int k = op->nin - op->nparams;
+    int axis = nv_norm_axis(dlc_attr_int(op, DLC_A_AXIS), y->type.rank);
+    int64_t before, after, offset = 0;
+    nv_around_axis(&y->type, axis, &before, &after);
+    int64_t row_y = y->type.dims[axis] * after;
+    for (int i = 0; i < k; i++) {
+        int64_t row = op->in[i]->type.dims[axis] * after;
+        char suffix[16];
+        snprintf(suffix, sizeof suffix, "part%d", i);
+        Build b;
+        int slots[4] = {i, k + i, 2 * k, NV_RESULT};
+        nv_start(&b, nk, op, tag, suffix, slots, 4, NULL, 0, MAP_THREADS);
+        Kb *kb = b.kb;
+        LLVMValueRef e = nv_begin_map(&b, before * row, 0);
+        LLVMValueRef mult, shift;
+        requant_multiplier(kb, LLVMBuildFDiv(kb->b, scale_f64(kb, b.p[1]), scale_f64(kb, b.p[2]), ""), &mult, &shift);
+        LLVMValueRef v = requantize(kb, LLVMBuildSExt(kb->b, load_s8(kb, b.p[0], e), kb->i32, ""), kb_int(kb, 0),
+                                    mult, shift, false);
+        LLVMValueRef r = kb_divi(kb, e, row), j = kb_remi(kb, e, row);
+        store_s8(kb, b.p[3], kb_add(kb, kb_muli(kb, r, row_y), kb_addi(kb, j, offset)), v);
+        nv_end_map(&b);
+        offset += row;
+    }
+}
+
+/* (x, @input_scale, @output_scale) -> y [C]: a thread per plane, its sum
+ * in int32, requantized by dlrt_requant_init(scale_x / (H W), 0, scale_y)'s
+ * multiplier (the mean's division in it), as dlrt_qglobalavgpool_s8. */
+void nv_emit_qglobalavgpool(NvKernels *nk, const DlcOp *op, const char *tag) {
+    Build b;
+    int slots[4] = {0, 1, 2, NV_RESULT};
+    nv_start(&b, nk, op, tag, "", slots, 4, NULL, 0, MAP_THREADS);
+    Kb *kb = b.kb;
+    LLVMBuilderRef B = kb->b;
+    const int64_t *d = op->in[0]->type.dims;
+    int64_t hw = d[1] * d[2];
+    LLVMValueRef plane = nv_begin_map(&b, d[0], 0);
+    LLVMValueRef acc_scale = LLVMBuildFDiv(B, scale_f64(kb, b.p[1]), LLVMConstReal(f64_type(kb), (double)hw), "");
+    LLVMValueRef mult, shift;
+    requant_multiplier(kb, LLVMBuildFDiv(B, acc_scale, scale_f64(kb, b.p[2]), ""), &mult, &shift);
+    LLVMValueRef sum = kb_var(kb, kb->i32, kb_int(kb, 0)), base = kb_muli(kb, plane, hw);
+    LLVMValueRef j = kb_for(kb, kb_int(kb, 0), kb_int(kb, hw), kb_int(kb, 1));
+    kb_set(kb, sum, kb_add(kb, kb_get(kb, sum),
+                           LLVMBuildSExt(B, load_s8(kb, b.p[0], kb_add(kb, base, kb_get(kb, j))), kb->i32, "")));
+    kb_endfor(kb);
+    store_s8(kb, b.p[3], plane, requantize(kb, kb_get(kb, sum), kb_int(kb, 0), mult, shift, false));
+    nv_end_map(&b);
+}
+
 /* The ops whose kernels take int8 tensors: this file's, and max pooling,
  * flatten and reshape, which dispatch on the element type to theirs. */
 bool nv_int8_ready(const DlcOp *op) {
     switch (op->kind) {
     case DLC_OP_QUANTIZE: case DLC_OP_DEQUANTIZE: case DLC_OP_QCONV2D: case DLC_OP_QDENSE:
+    case DLC_OP_QADD: case DLC_OP_QCONCAT: case DLC_OP_QGLOBALAVGPOOL:
     case DLC_OP_MAXPOOL: case DLC_OP_FLATTEN: case DLC_OP_RESHAPE:
         return true;
     default:
