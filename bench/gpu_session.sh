@@ -84,6 +84,19 @@ run)
     export LD_LIBRARY_PATH="$PWD/$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     py=${PYTHON:-python3}
     ips() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["images_per_second"])' "$1"; }
+    # peak MiB of device memory nvidia-smi reports for the command's process
+    peak_mib() {
+        "$@" > /dev/null 2>&1 &
+        local pid=$! peak=0 used
+        while kill -0 $pid 2>/dev/null; do
+            used=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+                   awk -F', ' -v p=$pid '$1 == p {print $2}' | head -1)
+            [ -n "$used" ] && [ "$used" -gt "$peak" ] && peak=$used
+            sleep 0.1
+        done
+        wait $pid
+        echo "$peak"
+    }
     set +e +o pipefail # report every part, whatever fails
     {
         nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader
@@ -128,6 +141,14 @@ run)
             a=$(sort -g /tmp/graphs.1 | sed -n 2p) b=$(sort -g /tmp/graphs.0 | sed -n 2p)
             printf '%-22s %12.0f %12.0f %8.2f\n' "$name $math b$batch" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN {print a / b}')"
             rm -f /tmp/graphs.1 /tmp/graphs.0
+        done
+        echo
+        echo "== device memory (MiB, nvidia-smi): the stack limit at the least (the default) and at the driver's 1024 bytes"
+        for c in "tf32 lenet5 64 300" "tf32 resnet18 128 10"; do
+            read -r math name batch iters <<< "$c"
+            least=$(peak_mib "$bin/$math/$name" bench --device cuda --mode train --batch "$batch" --iters "$iters" --warmup 5)
+            kib=$(DLRT_CUDA_STACK=1024 peak_mib "$bin/$math/$name" bench --device cuda --mode train --batch "$batch" --iters "$iters" --warmup 5)
+            printf '%-22s least %6s MiB   1024 bytes %6s MiB\n' "$name $math b$batch" "$least" "$kib"
         done
         echo
         echo "== bench/gpu_vs_pytorch.sh --repeats $repeats"

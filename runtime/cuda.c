@@ -57,6 +57,8 @@ enum {
     /* CUstreamCaptureMode: only this thread's calls are checked for ones
        that capture forbids */
     CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    /* CUlimit */
+    CU_LIMIT_STACK_SIZE = 0,
 };
 
 /* Dynamic shared memory a kernel may use without asking for more. */
@@ -77,6 +79,7 @@ enum {
     X(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", (CUcontext *ctx, CUdevice dev)) \
     X(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", (CUdevice dev))      \
     X(cuCtxSetCurrent, "cuCtxSetCurrent", (CUcontext ctx))                            \
+    X(cuCtxSetLimit, "cuCtxSetLimit", (int limit, size_t value))                      \
     X(cuStreamCreate, "cuStreamCreate", (CUstream *stream, unsigned flags))           \
     X(cuStreamDestroy, "cuStreamDestroy_v2", (CUstream stream))                       \
     X(cuStreamSynchronize, "cuStreamSynchronize", (CUstream stream))                  \
@@ -341,6 +344,14 @@ static DlrtStatus open_steps(DlrtCuda *cu, const char *ptx, DlrtError *err) {
     cu->retained = true;
     if ((st = bind(cu, cu->name, err)) != DLRT_OK)
         return st;
+    /* Each thread's stack: dlc's kernels use none (ptxas: 0 bytes stack
+       frame), and the driver keeps local memory for the stack of every
+       thread the device can hold (1 KiB each by default, hundreds of MB
+       on an H100).  The driver grows the limit for a kernel that needs
+       more, so the least it allows is safe; DLRT_CUDA_STACK=BYTES sets
+       another.  A driver that refuses costs memory, not correctness. */
+    const char *stack = getenv("DLRT_CUDA_STACK");
+    cu->api.cuCtxSetLimit(CU_LIMIT_STACK_SIZE, stack ? (size_t)strtoull(stack, NULL, 10) : 0);
     if ((r = cu->api.cuStreamCreate(&cu->stream, 0)) != CUDA_SUCCESS) {
         cu->stream = NULL;
         return cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamCreate", "for", cu->name, err);

@@ -187,6 +187,7 @@ int cuDeviceGetAttribute(int *value, int attr, int dev) {
 int cuDevicePrimaryCtxRetain(void **ctx, int dev) { (void)dev; *ctx = (void *)1; return 0; }
 int cuDevicePrimaryCtxRelease_v2(int dev) { (void)dev; return 0; }
 int cuCtxSetCurrent(void *ctx) { (void)ctx; return 0; }
+int cuCtxSetLimit(int limit, size_t value) { (void)limit, (void)value; return 0; }
 int cuStreamCreate(void **stream, unsigned flags) { (void)flags; *stream = (void *)1; return 0; }
 int cuStreamDestroy_v2(void *stream) { (void)stream; return 0; }
 int cuStreamSynchronize(void *stream) { (void)stream; return capturing ? 900 : 0; }
