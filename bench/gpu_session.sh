@@ -117,6 +117,11 @@ run)
                 --save "/tmp/lenet5.$math.safetensors" > "/tmp/train.txt" 2>&1
             tail -n 1 /tmp/train.txt
         done
+        echo "-- tf32, 2 epochs: two steps at a time with graphs (the default), one at a time, launches one by one"
+        for v in X=1 DLRT_CUDA_OVERLAP=0 DLRT_CUDA_GRAPHS=0; do
+            printf '%-20s ' "$v"
+            env "$v" timeout 120 "$bin/tf32/lenet5" train --device cuda --data "$bin/data" --seed 1 --epochs 2 2>&1 | tail -n 1
+        done
         echo
         echo "== where ResNet-18's step goes (DLRT_CUDA_PROFILE=1, batch 128, 3 iterations): the longest rows, and the weight gradients'"
         for math in tf32 bf16; do

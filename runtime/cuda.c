@@ -106,6 +106,7 @@ enum {
     X(cuEventCreate, "cuEventCreate", (CUevent *event, unsigned flags))              \
     X(cuEventDestroy, "cuEventDestroy_v2", (CUevent event))                          \
     X(cuEventRecord, "cuEventRecord", (CUevent event, CUstream stream))              \
+    X(cuEventSynchronize, "cuEventSynchronize", (CUevent event))                     \
     X(cuStreamWaitEvent, "cuStreamWaitEvent", (CUstream stream, CUevent event, unsigned flags)) \
     X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", (CUstream stream, int mode))  \
     X(cuStreamEndCapture, "cuStreamEndCapture", (CUstream stream, CUgraph *graph))   \
@@ -680,6 +681,16 @@ DlrtStatus dlrt_cuda_wait_event(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEve
     CUresult r = cu->api.cuStreamWaitEvent(stream ? (CUstream)stream : cu->stream, event, 0);
     return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuStreamWaitEvent",
                                                    "for", what, err);
+}
+
+DlrtStatus dlrt_cuda_event_sync(DlrtCuda *cu, DlrtCudaEvent event, const char *what,
+                                DlrtError *err) {
+    DlrtStatus st = bind(cu, what, err);
+    if (st != DLRT_OK)
+        return st;
+    CUresult r = cu->api.cuEventSynchronize(event);
+    return r == CUDA_SUCCESS ? DLRT_OK : cuda_fail(cu, DLRT_E_DEVICE, r, "cuEventSynchronize",
+                                                   "in", what, err);
 }
 
 /* ---- graphs: a sequence of launches recorded once, replayed in one call ---- */

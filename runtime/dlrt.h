@@ -1046,6 +1046,10 @@ DlrtStatus dlrt_cuda_record(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent e
 /* The work queued on stream from now on waits for the event's last record. */
 DlrtStatus dlrt_cuda_wait_event(DlrtCuda *cu, DlrtCudaStream stream, DlrtCudaEvent event,
                                 const char *what, DlrtError *err);
+/* The host waits until the event's last record has happened (a fault
+ * before it is reported here). */
+DlrtStatus dlrt_cuda_event_sync(DlrtCuda *cu, DlrtCudaEvent event, const char *what,
+                                DlrtError *err);
 
 /* Graphs: the launches of a generated step recorded once and replayed with
  * one call, so that the host's cost per launch and the gaps between
@@ -1296,6 +1300,16 @@ typedef struct DlrtModel {
     DlrtStatus (*train_step_dist_cuda)(void *net, int64_t n, int64_t total, const float *x,
                                        const int32_t *labels, float lr, float *loss,
                                        const DlrtCudaReducer *r, DlrtError *err);
+    /* A GPU table's training step in two halves, so that the host makes
+       and copies the next batch while the device runs this one
+       (runtime/program/train.c): train_step_start copies the batch into
+       pinned memory, queues its upload and the step and returns;
+       train_step_finish waits for the oldest step started and gives its
+       loss.  At most two are started and not finished, and no other call
+       may come between.  NULL in a CPU table. */
+    DlrtStatus (*train_step_start)(void *net, int64_t n, const float *x, const int32_t *labels,
+                                   float lr, DlrtError *err);
+    DlrtStatus (*train_step_finish)(void *net, float *loss, DlrtError *err);
     const char *dlc;           /* the dlc that built the program, for
                                   --version and info: "dlc 0.1.0 (commit
                                   1a2b3c4d5e6f)"; set by the main that

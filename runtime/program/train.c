@@ -444,34 +444,97 @@ static bool dist_step(Trainer *t, int64_t n, double lr, float *loss) {
     return true;
 }
 
+/* An epoch's running figures. */
+typedef struct EpochRun {
+    double begin, sum;  /* its start (dlrt_clock) and its losses times their samples */
+    int64_t step, seen; /* steps and samples done */
+} EpochRun;
+
+/* The loss of step run->step of epoch e (n samples at lr) counted, and the
+ * progress bar; false after a message where the training diverged. */
+static bool step_done(Trainer *t, int64_t e, EpochRun *run, int64_t n, double lr, float loss) {
+    if (!isfinite(loss)) {
+        fprintf(stderr, "%s%s: training diverged: the loss is %g at epoch %lld, step %lld "
+                "(learning rate %g); try a smaller --lr\n", t->tty ? "\n" : "", t->m->name,
+                (double)loss, (long long)e + 1, (long long)run->step + 1, lr);
+        return false;
+    }
+    run->sum += (double)loss * (double)n;
+    run->seen += n;
+    run->step++;
+    if (t->tty && (run->step % 10 == 0 || run->step == t->steps)) {
+        double el = dlrt_clock() - run->begin, ips = (double)run->seen / (el > 0 ? el : 1e-9);
+        double todo = (double)(t->count - run->seen) + (double)t->count * (double)(t->end - e - 1);
+        progress(t, e, run->step, run->sum / (double)run->seen, ips, todo / (ips > 0 ? ips : 1));
+    }
+    return true;
+}
+
+/* Whether the epoch runs its steps two at a time on a GPU (the model's
+ * train_step_start and train_step_finish): the next batch is made and
+ * copied while the device runs this one.  Not under mpirun, and not with
+ * DLRT_CUDA_OVERLAP=0 (each step then waits for the one before). */
+static bool overlapped(const Trainer *t) {
+    const char *env = getenv("DLRT_CUDA_OVERLAP");
+    return t->m->train_step_start && t->m->train_step_finish && !t->dist.on &&
+           !(env && strcmp(env, "0") == 0);
+}
+
+/* The epoch's steps as overlapped() says: step k is started, then the
+ * batch of k + 1 made while it runs, then step k - 1 finished (at most two
+ * started and not finished); the losses are counted in order. */
+static int64_t overlapped_steps(Trainer *t, int64_t e, EpochRun *run) {
+    const DlrtModel *m = t->m;
+    int64_t n, pending_n[2];
+    double pending_lr[2];
+    int pending = 0; /* started, not finished: the oldest first */
+    float loss;
+    while ((n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
+        if (pending == 2) {
+            if (m->train_step_finish(t->net, &loss, &t->err) != DLRT_OK)
+                goto failed;
+            if (!step_done(t, e, run, pending_n[0], pending_lr[0], loss))
+                return -2;
+            pending_n[0] = pending_n[1], pending_lr[0] = pending_lr[1], pending--;
+        }
+        double lr = schedule(m, t->o->lr, e, run->step + pending, t->steps, t->end);
+        if (m->train_step_start(t->net, n, t->x, t->y, (float)lr, &t->err) != DLRT_OK)
+            goto failed;
+        pending_n[pending] = n, pending_lr[pending] = lr, pending++;
+    }
+    for (int i = 0; n >= 0 && i < pending; i++) {
+        if (m->train_step_finish(t->net, &loss, &t->err) != DLRT_OK)
+            goto failed;
+        if (!step_done(t, e, run, pending_n[i], pending_lr[i], loss))
+            return -2;
+    }
+    return n;
+failed:
+    fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+    return -2;
+}
+
 /* Trains epoch e over the batcher's order; false after a message. */
 static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
     const DlrtModel *m = t->m;
-    double begin = dlrt_clock(), sum = 0;
-    int64_t n, step = 0, seen = 0;
+    EpochRun run = {.begin = dlrt_clock()};
+    int64_t n;
     if (m->reset_state) /* each epoch reads its streams from the start */
         m->reset_state(t->net);
-    while ((n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
-        float loss;
-        double lr = schedule(m, t->o->lr, e, step, t->steps, t->end);
-        if (t->dist.on ? !dist_step(t, n, lr, &loss)
-                       : m->train_step(t->net, n, t->x, t->y, (float)lr, &loss, &t->err) != DLRT_OK) {
-            fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+    if (overlapped(t)) {
+        if ((n = overlapped_steps(t, e, &run)) == -2)
             return false;
-        }
-        if (!isfinite(loss)) {
-            fprintf(stderr, "%s%s: training diverged: the loss is %g at epoch %lld, step %lld "
-                    "(learning rate %g); try a smaller --lr\n", t->tty ? "\n" : "", m->name,
-                    (double)loss, (long long)e + 1, (long long)step + 1, lr);
-            return false;
-        }
-        sum += (double)loss * (double)n;
-        seen += n;
-        step++;
-        if (t->tty && (step % 10 == 0 || step == t->steps)) {
-            double el = dlrt_clock() - begin, ips = (double)seen / (el > 0 ? el : 1e-9);
-            double todo = (double)(t->count - seen) + (double)t->count * (double)(t->end - e - 1);
-            progress(t, e, step, sum / (double)seen, ips, todo / (ips > 0 ? ips : 1));
+    } else {
+        while ((n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
+            float loss;
+            double lr = schedule(m, t->o->lr, e, run.step, t->steps, t->end);
+            if (t->dist.on ? !dist_step(t, n, lr, &loss)
+                           : m->train_step(t->net, n, t->x, t->y, (float)lr, &loss, &t->err) != DLRT_OK) {
+                fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+                return false;
+            }
+            if (!step_done(t, e, &run, n, lr, loss))
+                return false;
         }
     }
     if (n < 0) {
@@ -486,8 +549,8 @@ static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
     }
     if (t->tty)
         fputc('\n', stderr);
-    *r = (EpochResult){.loss = sum / (double)(seen ? seen : 1), .samples = seen,
-                       .seconds = dlrt_clock() - begin};
+    *r = (EpochResult){.loss = run.sum / (double)(run.seen ? run.seen : 1), .samples = run.seen,
+                       .seconds = dlrt_clock() - run.begin};
     return true;
 }
 

@@ -197,6 +197,7 @@ int cuStreamSynchronize(void *stream) { (void)stream; return capturing ? 900 : 0
 int cuEventCreate(void **event, unsigned flags) { (void)flags; *event = (void *)1; return 0; }
 int cuEventDestroy_v2(void *event) { (void)event; return 0; }
 int cuEventRecord(void *event, void *stream) { (void)event, (void)stream; return 0; }
+int cuEventSynchronize(void *event) { (void)event; return 0; }
 int cuStreamWaitEvent(void *stream, void *event, unsigned flags) {
     (void)stream, (void)event, (void)flags;
     return 0;
