@@ -39,6 +39,8 @@ programs=(
     "f32 resnet18 models/resnet18.dl" "tf32 resnet18 models/resnet18.dl" "bf16 resnet18 models/resnet18.dl"
     "tf32 tcnet tests/gpu/Inputs/tcnet.dl" "bf16 tcnet tests/gpu/Inputs/tcnet.dl"
     "tf32 partsnet tests/gpu/Inputs/partsnet.dl" "bf16 partsnet tests/gpu/Inputs/partsnet.dl"
+    "tf32-128 tcnet tests/gpu/Inputs/tcnet.dl" "bf16-128 tcnet tests/gpu/Inputs/tcnet.dl"
+    "tf32-128 resnet18 models/resnet18.dl" "bf16-128 resnet18 models/resnet18.dl"
 )
 [ "$more" = 1 ] && programs+=(
     "tf32 googlenet models/googlenet.dl" "bf16 googlenet models/googlenet.dl"
@@ -46,8 +48,9 @@ programs=(
 )
 # check: math, name, batch, tolerance (docs/gpu.md, "Accuracy")
 checks=(
-    "tf32 tcnet 8 0.1" "bf16 tcnet 8 0.25" "tf32 partsnet 8 0.1" "bf16 partsnet 8 0.25"
-    "f32 lenet5 64 1e-4" "tf32 lenet5 64 0.1" "bf16 lenet5 64 0.25"
+    "tf32 tcnet 8 0.15" "bf16 tcnet 8 0.3" "tf32 partsnet 8 0.1" "bf16 partsnet 8 0.3"
+    "tf32-128 tcnet 8 0.15" "bf16-128 tcnet 8 0.3"
+    "f32 lenet5 64 1e-4" "tf32 lenet5 64 0.1" "bf16 lenet5 64 0.3"
 )
 
 case "$cmd" in
@@ -59,14 +62,18 @@ build)
     for entry in "${programs[@]}"; do
         read -r math name src <<< "$entry"
         mkdir -p "$bin/$math"
-        "$build/dlc" "$src" --target=cpu,cuda --gpu-math="$math" -o "$bin/$math/$name"
+        # MATH-128: the tensor cores' large products in tiles of 128 (emit_gemm.c, gemm_tile)
+        tile=64
+        [ "${math%-128}" != "$math" ] && tile=128
+        DLC_NVPTX_TILE=$tile "$build/dlc" "$src" --target=cpu,cuda --gpu-math="${math%-128}" -o "$bin/$math/$name"
     done
     cp /usr/share/datasets/fashion-mnist/*.gz "$bin/data/"
     # the libraries the programs load, but the C library's own
     ldd "$bin/f32/lenet5" | awk '/=> \// {print $3}' | grep -Ev '/(libc|libm|libpthread|libdl|ld-linux[^/]*)\.so' |
         while read -r lib; do cp -L "$lib" "$bin/lib/"; done
     # programs and libraries in one xz archive (68 MB become 40 with the data)
-    (cd "$bin" && tar -cf - lib f32 tf32 bf16 | xz -T2 -6 > bundle.tar.xz && rm -rf lib f32 tf32 bf16)
+    (cd "$bin" && tar -cf - lib f32 tf32 bf16 tf32-128 bf16-128 | xz -T2 -6 > bundle.tar.xz &&
+        rm -rf lib f32 tf32 bf16 tf32-128 bf16-128)
     # a folder of the checkout travels to the device only when git ignores it and it is carried
     exclude="$(git rev-parse --git-common-dir)/info/exclude"
     case "$bin" in
@@ -105,7 +112,7 @@ run)
         echo "== check: one training step on both devices (docs/gpu.md)"
         for entry in "${checks[@]}"; do
             read -r math name batch tol <<< "$entry"
-            printf '%-5s %-9s batch %-3s tolerance %-5s ' "$math" "$name" "$batch" "$tol"
+            printf '%-8s %-9s batch %-3s tolerance %-5s ' "$math" "$name" "$batch" "$tol"
             timeout 120 "$bin/$math/$name" check --batch "$batch" --tolerance "$tol" > "/tmp/check.txt" 2>&1
             echo "exit $?: $(tail -n 1 /tmp/check.txt)"
         done
@@ -135,7 +142,7 @@ run)
         echo
         echo "== CUDA graphs: training images/s with the step replayed as a graph (the default) and launched one by one"
         printf '%-22s %12s %12s %8s\n' case graphs launches ratio
-        for c in "tf32 lenet5 64 300" "bf16 lenet5 64 300" "tf32 resnet18 128 10"; do
+        for c in "tf32 lenet5 64 300" "bf16 lenet5 64 300" "tf32 resnet18 128 10" "bf16 resnet18 128 10"; do
             read -r math name batch iters <<< "$c"
             for r in 1 2 3; do
                 for gr in 1 0; do
@@ -146,6 +153,20 @@ run)
             a=$(sort -g /tmp/graphs.1 | sed -n 2p) b=$(sort -g /tmp/graphs.0 | sed -n 2p)
             printf '%-22s %12.0f %12.0f %8.2f\n' "$name $math b$batch" "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN {print a / b}')"
             rm -f /tmp/graphs.1 /tmp/graphs.0
+        done
+        echo
+        echo "== ResNet-18 training images/s (batch 128, medians of 3): the tensor cores' products in tiles of 64 (the default) and 128"
+        printf '%-10s %12s %12s %8s\n' math "tiles 64" "tiles 128" ratio
+        for math in tf32 bf16; do
+            for r in 1 2 3; do
+                for v in "$math" "$math-128"; do
+                    timeout 60 "$bin/$v/resnet18" bench --device cuda --mode train --batch 128 --iters 10 --warmup 3 \
+                        --report /tmp/r.json > /dev/null && ips /tmp/r.json >> "/tmp/tiles.$v"
+                done
+            done
+            a=$(sort -g "/tmp/tiles.$math" | sed -n 2p) b=$(sort -g "/tmp/tiles.$math-128" | sed -n 2p)
+            printf '%-10s %12.0f %12.0f %8.2f\n' "$math" "$a" "$b" "$(awk -v a="$b" -v b="$a" 'BEGIN {print a / b}')"
+            rm -f "/tmp/tiles.$math" "/tmp/tiles.$math-128"
         done
         echo
         echo "== device memory (MiB, nvidia-smi): the stack limit at the least (the default) and at the driver's 1024 bytes"

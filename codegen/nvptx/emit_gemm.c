@@ -25,17 +25,14 @@
 
 #include "emit.h"
 
-#define TILE 64        /* outputs per tile side */
+#define TILE 64        /* outputs per tile side (2 TILE on the tensor cores, gemm_tile) */
 #define TILE_K 16      /* steps of the sum per shared-memory tile */
 #define GEMM_THREADS 256
-#define GEMM_LOADS (TILE * TILE_K / GEMM_THREADS) /* of each operand, per thread and tile */
+#define GEMM_LOADS (2 * TILE * TILE_K / GEMM_THREADS) /* the most of each operand, per thread and tile */
 
 /* The rows of a shared tile: TILE_K steps of the sum, or with bf16 their
  * pairs, each element two bf16 in 32 bits. */
 static int gemm_rows(const NvKernels *nk) { return nk->math == DLC_GPU_MATH_BF16 ? TILE_K / 2 : TILE_K; }
-
-/* The elements of each operand's shared tile that a thread stores. */
-static int gemm_slots(const NvKernels *nk) { return gemm_rows(nk) * TILE / GEMM_THREADS; }
 
 typedef struct Gemm Gemm;
 /* Element (x, y) of operand A (x = m, y = k) or B (x = k, y = j) of group
@@ -59,6 +56,7 @@ struct Gemm {
     /* the convolution's geometry (conv ops) */
     int64_t c, h, w, f, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw;
     int64_t units, in;          /* dense ops */
+    int tile;                   /* outputs per tile side (gemm_tile) */
     bool relu, bias;
     bool accumulate;            /* dense ops' store: C += rather than = */
     /* nv_product's: the kernel's name after the tag, and the slots of the
@@ -72,12 +70,17 @@ struct Gemm {
 
 /* ---- the tiled product ------------------------------------------------------------ */
 
+/* The elements of each operand's shared tile that a thread stores. */
+static int gemm_slots(const NvKernels *nk, const Gemm *g) { return gemm_rows(nk) * g->tile / GEMM_THREADS; }
 
-/* A thread's 16 results of its block's TILE x TILE tile: value i sits at
- * (row[i], col[i]) of the tile.  Which 16 depends on how they are computed. */
+
+/* A thread's results of its block's tile: value i sits at (row[i], col[i])
+ * of the tile.  Which depends on how they are computed. */
 typedef struct Accumulators {
-    LLVMValueRef v[16];           /* f32 variables */
-    LLVMValueRef row[16], col[16];
+    int count;                    /* 16, or 64 in a tensor-core tile of 2 TILE */
+    int wm, wn;                   /* tensor cores: each warp's mma tiles down and across */
+    LLVMValueRef v[64];           /* f32 variables */
+    LLVMValueRef row[64], col[64];
     /* the thread's place, for reading the shared tiles: FMA: (ty, tx) of
        16 x 16; tensor cores: its warp's first row and column of the tile,
        and its lane's group (gid) and place in the group (tig) */
@@ -87,11 +90,14 @@ typedef struct Accumulators {
 /* The layouts.  FMA: 256 threads as 16 x 16; thread (ty, tx) has rows
  * ty + 16 i and columns tx + 16 j, i, j < 4, so that a warp's shared-memory
  * reads are broadcasts or consecutive.  Tensor cores: 8 warps as 2 (rows)
- * x 4 (columns), each a 32 x 16 part as 2 x 2 tiles of mma's 16 x 8, in
- * the PTX ISA's accumulator layout (kb.h). */
-static void gemm_acc_init(Kb *kb, Accumulators *acc, bool mma) {
-    *acc = (Accumulators){0};
-    for (int i = 0; i < 16; i++)
+ * x 4 (columns), each a tile / 2 x tile / 4 part as wm x wn tiles of
+ * mma's 16 x 8 (2 x 2 in a tile of 64, 4 x 4 in one of 128), in the PTX
+ * ISA's accumulator layout (kb.h). */
+static void gemm_acc_init(Kb *kb, Accumulators *acc, bool mma, int tile) {
+    *acc = (Accumulators){.count = 16};
+    if (mma)
+        acc->wm = tile / 32, acc->wn = tile / 32, acc->count = 4 * acc->wm * acc->wn;
+    for (int i = 0; i < acc->count; i++)
         acc->v[i] = kb_var(kb, kb->f32, kb_float(kb, 0));
     LLVMValueRef t = kb_tid(kb);
     if (!mma) {
@@ -102,13 +108,13 @@ static void gemm_acc_init(Kb *kb, Accumulators *acc, bool mma) {
         return;
     }
     LLVMValueRef warp = kb_divi(kb, t, 32), lane = kb_remi(kb, t, 32);
-    acc->wrow = kb_muli(kb, kb_remi(kb, warp, 2), 32), acc->wcol = kb_muli(kb, kb_divi(kb, warp, 2), 16);
+    acc->wrow = kb_muli(kb, kb_remi(kb, warp, 2), tile / 2), acc->wcol = kb_muli(kb, kb_divi(kb, warp, 2), tile / 4);
     acc->gid = kb_divi(kb, lane, 4), acc->tig = kb_remi(kb, lane, 4);
     LLVMValueRef tig2 = kb_muli(kb, acc->tig, 2);
-    for (int mi = 0; mi < 2; mi++)
-        for (int ni = 0; ni < 2; ni++)
+    for (int mi = 0; mi < acc->wm; mi++)
+        for (int ni = 0; ni < acc->wn; ni++)
             for (int c = 0; c < 4; c++) {
-                int i = 8 * mi + 4 * ni + c;
+                int i = 4 * (acc->wn * mi + ni) + c;
                 acc->row[i] = kb_add(kb, acc->wrow, kb_addi(kb, acc->gid, 16 * mi + 8 * (c / 2)));
                 acc->col[i] = kb_add(kb, acc->wcol, kb_addi(kb, tig2, 8 * ni + c % 2));
             }
@@ -140,42 +146,43 @@ static void gemm_tile_mma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, int ld, int 
     for (int k8 = 0; k8 < rows; k8 += 8) {
         /* element (k, x) of a tile is at (k8 + tig + k) * ld + x */
         LLVMValueRef row0 = kb_muli(kb, kb_addi(kb, tig, k8), ld), row4 = kb_muli(kb, kb_addi(kb, tig, k8 + 4), ld);
-        LLVMValueRef a[2][4], bf[2][2];
-        for (int mi = 0; mi < 2; mi++) {
+        LLVMValueRef a[4][4], bf[4][2];
+        for (int mi = 0; mi < acc->wm; mi++) {
             LLVMValueRef m = kb_add(kb, wrow, kb_addi(kb, gid, 16 * mi));
             a[mi][0] = kb_sload(kb, As, kb_add(kb, row0, m));
             a[mi][1] = kb_sload(kb, As, kb_add(kb, row0, kb_addi(kb, m, 8)));
             a[mi][2] = kb_sload(kb, As, kb_add(kb, row4, m));
             a[mi][3] = kb_sload(kb, As, kb_add(kb, row4, kb_addi(kb, m, 8)));
         }
-        for (int ni = 0; ni < 2; ni++) {
+        for (int ni = 0; ni < acc->wn; ni++) {
             LLVMValueRef j = kb_add(kb, wcol, kb_addi(kb, gid, 8 * ni));
             bf[ni][0] = kb_sload(kb, Bs, kb_add(kb, row0, j));
             bf[ni][1] = kb_sload(kb, Bs, kb_add(kb, row4, j));
         }
-        for (int mi = 0; mi < 2; mi++)
-            for (int ni = 0; ni < 2; ni++) {
+        for (int mi = 0; mi < acc->wm; mi++)
+            for (int ni = 0; ni < acc->wn; ni++) {
                 LLVMValueRef c[4];
+                int at = 4 * (acc->wn * mi + ni);
                 for (int e = 0; e < 4; e++)
-                    c[e] = kb_get(kb, acc->v[8 * mi + 4 * ni + e]);
+                    c[e] = kb_get(kb, acc->v[at + e]);
                 if (bf16)
                     kb_mma_bf16(kb, a[mi], bf[ni], c);
                 else
                     kb_mma_tf32(kb, a[mi], bf[ni], c);
                 for (int e = 0; e < 4; e++)
-                    kb_set(kb, acc->v[8 * mi + 4 * ni + e], c[e]);
+                    kb_set(kb, acc->v[at + e], c[e]);
             }
     }
 }
 
 /* Where thread t's r-th element of a shared tile goes: (kk, x) of the
- * rows x TILE tile; kfast: consecutive threads take consecutive kk (the
+ * rows x tile tile; kfast: consecutive threads take consecutive kk (the
  * operand is contiguous along the sum), else consecutive x. */
-static void gemm_tile_spot(LLVMValueRef t, int r, bool kfast, int rows, Kb *kb, LLVMValueRef *kk,
+static void gemm_tile_spot(LLVMValueRef t, int r, bool kfast, int rows, int tile, Kb *kb, LLVMValueRef *kk,
                            LLVMValueRef *x) {
     LLVMValueRef e = kb_addi(kb, t, r * GEMM_THREADS);
-    *kk = kfast ? kb_remi(kb, e, rows) : kb_divi(kb, e, TILE);
-    *x = kfast ? kb_divi(kb, e, rows) : kb_remi(kb, e, TILE);
+    *kk = kfast ? kb_remi(kb, e, rows) : kb_divi(kb, e, tile);
+    *x = kfast ? kb_divi(kb, e, rows) : kb_remi(kb, e, tile);
 }
 
 /* Element (x, row) of a shared tile from the operand's gather `load` at x
@@ -204,13 +211,13 @@ static void gemm_load_tile(Kb *kb, const NvKernels *nk, const Gemm *g, LLVMValue
                            LLVMValueRef k_end, LLVMValueRef *v) {
     LLVMValueRef t = kb_tid(kb);
     int rows = gemm_rows(nk);
-    for (int r = 0; r < gemm_slots(nk); r++) {
+    for (int r = 0; r < gemm_slots(nk, g); r++) {
         LLVMValueRef kk, mm, jj;
-        gemm_tile_spot(t, r, g->a_kfast, rows, kb, &kk, &mm);
+        gemm_tile_spot(t, r, g->a_kfast, rows, g->tile, kb, &kk, &mm);
         LLVMValueRef m = kb_add(kb, m0, mm);
         kb_set(kb, v[r], gemm_element(kb, g, g->a, true, p, grp, m, kb_int(kb, g->m), k0, kk,
                                       k_end, nk->math));
-        gemm_tile_spot(t, r, g->b_kfast, rows, kb, &kk, &jj);
+        gemm_tile_spot(t, r, g->b_kfast, rows, g->tile, kb, &kk, &jj);
         LLVMValueRef j = kb_add(kb, j0, jj);
         kb_set(kb, v[GEMM_LOADS + r], gemm_element(kb, g, g->b, false, p, grp, j, N, k0, kk,
                                                    k_end, nk->math));
@@ -232,15 +239,17 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
             nv_set_workspace(&b, i, g->io_pn[i], g->io_fx[i]);
     Kb *kb = b.kb;
     /* tensor cores: two blocks per multiprocessor (128 registers a thread,
-       which the mma kernels fit without spilling), so that one block's loads
-       and barriers overlap the other's arithmetic.  The FMA kernels would
-       spill, and gain nothing. */
+       which the mma kernels in tiles of 64 fit without spilling), so that
+       one block's loads and barriers overlap the other's arithmetic.  The
+       FMA kernels would spill, and gain nothing; those in tiles of 128
+       would spill too, and hold one block. */
     bool mma = nk->math != DLC_GPU_MATH_F32;
-    if (mma)
+    if (mma && g->tile == TILE)
         kb_min_blocks(kb, 2);
     NvLaunch *l = b.l;
-    l->gx_per_n = g->n_pn, l->gx_fixed = g->n_fx, l->gx_div = TILE;
-    l->gy = (g->m + TILE - 1) / TILE, l->gz = g->groups * g->splits;
+    int tile = g->tile;
+    l->gx_per_n = g->n_pn, l->gx_fixed = g->n_fx, l->gx_div = tile;
+    l->gy = (g->m + tile - 1) / tile, l->gz = g->groups * g->splits;
     if (g->splits > 1)
         l->workspace = g->splits * g->groups * g->m * g->n_fx;
     LLVMValueRef N = nv_count(&b, g->n_pn, g->n_fx), K = nv_count(&b, g->k_pn, g->k_fx);
@@ -249,14 +258,14 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
     /* this split's range of k, in whole tiles */
     LLVMValueRef chunk = kb_muli(kb, kb_divi(kb, kb_addi(kb, kb_divi(kb, kb_addi(kb, K, g->splits - 1), g->splits), TILE_K - 1), TILE_K), TILE_K);
     LLVMValueRef k_begin = kb_mul(kb, split, chunk), k_end = kb_min(kb, K, kb_add(kb, k_begin, chunk));
-    LLVMValueRef m0 = kb_muli(kb, kb_ctaid(kb, 'y'), TILE), j0 = kb_muli(kb, kb_ctaid(kb, 'x'), TILE);
+    LLVMValueRef m0 = kb_muli(kb, kb_ctaid(kb, 'y'), tile), j0 = kb_muli(kb, kb_ctaid(kb, 'x'), tile);
     LLVMValueRef t = kb_tid(kb);
     /* tensor cores read the tiles in 8x8 fragments: rows padded by 8 floats
        put a warp's 32 reads in 32 banks */
-    int ld = mma ? TILE + 8 : TILE, rows = gemm_rows(nk);
+    int ld = mma ? tile + 8 : tile, rows = gemm_rows(nk);
     LLVMValueRef As = kb_shared(kb, rows * ld), Bs = kb_shared(kb, rows * ld);
     Accumulators acc;
-    gemm_acc_init(kb, &acc, mma);
+    gemm_acc_init(kb, &acc, mma, tile);
     /* Software pipelining: the tile of k0 + TILE_K is loaded into registers
        while the tile of k0 is multiplied from shared memory, so that the
        loads' latency hides behind the arithmetic (a load past k_end is
@@ -267,11 +276,11 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
     gemm_load_tile(kb, nk, g, b.p, grp, m0, j0, N, k_begin, k_end, next);
     LLVMValueRef k0v = kb_for(kb, k_begin, k_end, kb_int(kb, TILE_K));
     LLVMValueRef k0 = kb_get(kb, k0v);
-    for (int r = 0; r < gemm_slots(nk); r++) {
+    for (int r = 0; r < gemm_slots(nk, g); r++) {
         LLVMValueRef kk, mm, jj;
-        gemm_tile_spot(t, r, g->a_kfast, rows, kb, &kk, &mm);
+        gemm_tile_spot(t, r, g->a_kfast, rows, tile, kb, &kk, &mm);
         kb_sstore(kb, As, kb_add(kb, kb_muli(kb, kk, ld), mm), kb_get(kb, next[r]));
-        gemm_tile_spot(t, r, g->b_kfast, rows, kb, &kk, &jj);
+        gemm_tile_spot(t, r, g->b_kfast, rows, tile, kb, &kk, &jj);
         kb_sstore(kb, Bs, kb_add(kb, kb_muli(kb, kk, ld), jj), kb_get(kb, next[GEMM_LOADS + r]));
     }
     kb_barrier(kb);
@@ -282,7 +291,7 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
         gemm_tile_fma(kb, As, Bs, &acc);
     kb_barrier(kb);
     kb_endfor(kb);
-    for (int i = 0; i < 16; i++) {
+    for (int i = 0; i < acc.count; i++) {
         LLVMValueRef m = kb_add(kb, m0, acc.row[i]), jn = kb_add(kb, j0, acc.col[i]);
         kb_if(kb, kb_and(kb, kb_lt(kb, m, kb_int(kb, g->m)), kb_lt(kb, jn, N)));
         if (g->splits > 1) /* the part: ws[z][m][j] */
@@ -317,7 +326,8 @@ static void gemm_sum_parts(NvKernels *nk, const DlcOp *op, const char *tag, cons
 
 /* How many parts a weight gradient's sum over the batch is split into.
  * Such a product has few output tiles and a long sum, and its blocks run
- * in waves of `slots` (two blocks per multiprocessor): a wave that is only
+ * in waves of `slots` (two blocks per multiprocessor, one in tiles of
+ * 128): a wave that is only
  * partly full costs as long as a full one.  So the time goes as
  * waves(s) / s, waves(s) = ceil(tiles s / slots), for s parts of K / s
  * steps each; 288 blocks on 264 slots take two waves, 261 take one.  The
@@ -325,8 +335,9 @@ static void gemm_sum_parts(NvKernels *nk, const DlcOp *op, const char *tag, cons
  * memory and a read in the parts' sum.  A part keeps at least 256 steps
  * at a batch of 32, and there are no more parts than slots. */
 static int64_t gemm_wave_splits(const NvKernels *nk, const Gemm *g) {
-    int64_t tiles = (g->m + TILE - 1) / TILE * ((g->n_fx + TILE - 1) / TILE) * g->groups;
-    int64_t slots = 2 * (int64_t)nk->multiprocessors, k32 = g->k_pn * 32;
+    int64_t tiles = (g->m + g->tile - 1) / g->tile * ((g->n_fx + g->tile - 1) / g->tile) * g->groups;
+    int64_t per_sm = g->tile == TILE ? 2 : 1; /* blocks a multiprocessor holds (gemm_kernel) */
+    int64_t slots = per_sm * (int64_t)nk->multiprocessors, k32 = g->k_pn * 32;
     int64_t most = k32 / 256 < slots ? k32 / 256 : slots;
     double best = 1e300;
     for (int64_t s = 1; s <= most; s++) {
@@ -341,7 +352,22 @@ static int64_t gemm_wave_splits(const NvKernels *nk, const Gemm *g) {
 
 /* The kernels of product g: the tiled product, then the parts' sum if the
  * sum is split. */
+/* A tile's side: TILE, or with DLC_NVPTX_TILE=128 2 TILE on the tensor
+ * cores where the product has more than TILE rows and columns (at a batch
+ * of 32).  A warp's 64 x 32 part of a tile of 128 reads 1.5 shared values
+ * per mma where one of 32 x 16 reads 3, and each element a thread gathers
+ * feeds twice the products: both bound the mma kernels' issue rate.  But
+ * such a kernel needs 160 (bf16) to 240 (TF32) registers, so one block per
+ * multiprocessor where the tiles of 64 fit two.  Not measured yet: the
+ * default stays 64 until a GPU session compares them
+ * (bench/gpu_session.sh).  The FMA kernels keep 64. */
+static int gemm_tile(const NvKernels *nk, const Gemm *g) {
+    bool large = g->m > TILE && g->n_pn * 32 + g->n_fx > TILE;
+    return nk->math != DLC_GPU_MATH_F32 && large && nk->big_tiles ? 2 * TILE : TILE;
+}
+
 static void gemm_run(NvKernels *nk, const DlcOp *op, const char *tag, Gemm *g) {
+    g->tile = gemm_tile(nk, g);
     if (g->n_pn == 0 && g->k_pn > 0)
         g->splits = gemm_wave_splits(nk, g);
     gemm_kernel(nk, op, tag, g);

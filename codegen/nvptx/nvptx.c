@@ -170,6 +170,8 @@ static bool gpu_init(Gpu *g, DlcCtx *ctx, const DlcModule *m, const DlcNetwork *
     g->nk.ctx = ctx;
     g->nk.multiprocessors = 132; /* an H100's; the split of weight gradients aims at it */
     g->nk.math = opt->gpu_math;
+    const char *tile = getenv("DLC_NVPTX_TILE");
+    g->nk.big_tiles = tile && strcmp(tile, "128") == 0;
     g->nk.sm = atoi(opt->gpu_arch + 3);
     kb_init(&g->nk.kb, g->llvm, g->mod);
     bool ok = build_kernels(g);

@@ -64,6 +64,8 @@ typedef struct NvKernels {
     int nlaunches, caplaunches;
     int multiprocessors;           /* the machine the grids are shaped for */
     DlcGpuMath math;               /* the products' arithmetic (--gpu-math) */
+    bool big_tiles;                /* DLC_NVPTX_TILE=128: the tensor cores' large products
+                                      in tiles of 128, to compare with 64 (emit_gemm.c) */
     int sm;                        /* the architecture, 80 for sm_80 (int8's dp4a needs 61) */
 } NvKernels;
 
