@@ -272,11 +272,10 @@ static int op_index(const DlcNetwork *net, const DlcOp *op) {
 
 /* Launch k, as a block of statements; `guard` puts an update's (or
  * clipping's) under `if (update)`: the step without it skips both. */
-static void put_launch(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
-                       const DlcMemPlan *plan, int k, bool guard) {
+static void put_launch(Gpu *g, Out *o, const Params *pp, const DlcMemPlan *plan, int k,
+                       bool guard) {
     const NvLaunch *l = &g->nk.launches[k];
     const DlcOp *op = l->op;
-    int index = op_index(net, op);
     bool in_update = guard && (dlc_op_is_update(op->kind) || dlc_op_is_clip(op->kind));
     put(o, "    %s{ /* %s */\n", in_update ? "if (update) " : "", dlc_op_info(op->kind)->name);
     for (int i = 0; i < l->nptrs; i++) {
@@ -290,7 +289,6 @@ static void put_launch(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
                                           : device_ptr(g, pp, plan, op->in[s]);
         put(o, "        DlrtDevicePtr p%d = %s;\n", i, at);
     }
-    (void)index;
     for (int i = 1; i < l->nscalars; i++) {
         int s = l->scalars[i];
         if (s == NV_SC_LOOP)
@@ -371,7 +369,7 @@ static void put_run(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net, con
             put(o, "    for (int32_t loop = 0; loop < %lld; loop++) {\n", (long long)l->loop_steps);
             loop_end = k + l->loop_len - 1;
         }
-        put_launch(g, o, pp, net, plan, k, train);
+        put_launch(g, o, pp, plan, k, train);
         if (k == loop_end)
             put(o, "    }\n");
     }
@@ -397,8 +395,8 @@ static bool dist_deferred(const DlcOp *op) {
 
 /* The update phase's launches of bucket `bucket`'s updates, in order; -1:
  * those of no bucket (with clipping, all of them, after every sum). */
-static void put_updates(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
-                        const DlcMemPlan *plan, int bucket, bool clips) {
+static void put_updates(Gpu *g, Out *o, const Params *pp, const DlcMemPlan *plan, int bucket,
+                        bool clips) {
     for (int k = g->first_train; k < g->nk.nlaunches; k++) {
         const DlcOp *op = g->nk.launches[k].op;
         const DlcBucketGrad *bg = dlc_bucket_of_update(g->dist, op);
@@ -406,7 +404,7 @@ static void put_updates(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net,
             continue;
         bool mine = bucket >= 0 ? !clips && bg && bg->bucket == bucket : clips || !bg;
         if (mine)
-            put_launch(g, o, pp, net, plan, k, false);
+            put_launch(g, o, pp, plan, k, false);
     }
 }
 
@@ -442,7 +440,7 @@ static void put_run_dist(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net
             loop_end = k + l->loop_len - 1;
         }
         if (!dist_deferred(l->op))
-            put_launch(g, o, pp, net, plan, k, false);
+            put_launch(g, o, pp, plan, k, false);
         if (k == loop_end)
             put(o, "    }\n");
         bool last = k + 1 == g->nk.nlaunches || g->nk.launches[k + 1].op != l->op;
@@ -464,9 +462,9 @@ static void put_run_dist(Gpu *g, Out *o, const Params *pp, const DlcNetwork *net
        clipping, all of them behind every sum */
     for (int b = 0; b < bp->nbuckets; b++) {
         put(o, "    if (r && (st = r->wait(r->ctx, net->cu, %d, err)))\n        return st;\n", b);
-        put_updates(g, o, pp, net, plan, b, clips);
+        put_updates(g, o, pp, plan, b, clips);
     }
-    put_updates(g, o, pp, net, plan, -1, clips);
+    put_updates(g, o, pp, plan, -1, clips);
     put(o, "    return DLRT_OK;\n}\n");
     g->dist = NULL;
 }
@@ -603,7 +601,7 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
             "    DlrtDevicePtr grads;     /* the distributed step's gradients, in buckets (0 until it runs) */\n"
             "    float *pinned_x, *pinned_out;  /* staging for batches and results: */\n"
             "    int32_t *pinned_labels;\n"
-            "    float *pinned_loss;      /* x, labels, loss and steps are those of half[turn] */\n"
+            "    float *pinned_loss;      /* x, labels, loss and steps: the half in use (use_half) */\n"
             "    struct {\n"
             "        float *x, *loss;\n        int32_t *labels;\n        unsigned char *steps;\n"
             "        DlrtCudaEvent done;  /* recorded after its step's loss */\n"
