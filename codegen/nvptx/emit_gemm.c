@@ -73,6 +73,11 @@ struct Gemm {
 /* The elements of each operand's shared tile that a thread stores. */
 static int gemm_slots(const NvKernels *nk, const Gemm *g) { return gemm_rows(nk) * g->tile / GEMM_THREADS; }
 
+/* The blocks a multiprocessor holds at once: two in tiles of TILE (which
+ * the tensor-core kernels ask for, gemm_kernel, and the FMA kernels are
+ * taken to hold), one in tiles of 2 TILE, whose registers fill it. */
+static int gemm_blocks_per_sm(const Gemm *g) { return g->tile == TILE ? 2 : 1; }
+
 
 /* A thread's results of its block's tile: value i sits at (row[i], col[i])
  * of the tile.  Which depends on how they are computed. */
@@ -137,7 +142,7 @@ static void gemm_tile_fma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, Accumulators
 
 /* acc += the shared tiles' product on the tensor cores, rows of ld
  * elements: per 8 rows (8 steps of the sum in TF32, 16 in bf16 pairs),
- * each warp's 2 x 2 mma's.  The two fragments' layouts index the rows
+ * each warp's wm x wn mma's.  The two fragments' layouts index the rows
  * alike (kb.h): TF32's a[0] = A[g][t] is row t, bf16's A[g][2t,2t+1] is
  * the pair in row t. */
 static void gemm_tile_mma(Kb *kb, LLVMValueRef As, LLVMValueRef Bs, int ld, int rows, bool bf16,
@@ -244,7 +249,7 @@ static void gemm_kernel(NvKernels *nk, const DlcOp *op, const char *tag, const G
        FMA kernels would spill, and gain nothing; those in tiles of 128
        would spill too, and hold one block. */
     bool mma = nk->math != DLC_GPU_MATH_F32;
-    if (mma && g->tile == TILE)
+    if (mma && gemm_blocks_per_sm(g) == 2)
         kb_min_blocks(kb, 2);
     NvLaunch *l = b.l;
     int tile = g->tile;
@@ -324,34 +329,35 @@ static void gemm_sum_parts(NvKernels *nk, const DlcOp *op, const char *tag, cons
     nv_end_map(&b);
 }
 
+/* The time of a product of `tiles` tiles split into s parts, in the time
+ * of one part's block: its waves of `slots` blocks, each 1 / s as long. */
+static double split_time(int64_t tiles, int64_t s, int64_t slots) {
+    return (double)((tiles * s + slots - 1) / slots) / (double)s;
+}
+
 /* How many parts a weight gradient's sum over the batch is split into.
  * Such a product has few output tiles and a long sum, and its blocks run
- * in waves of `slots` (two blocks per multiprocessor, one in tiles of
- * 128): a wave that is only
- * partly full costs as long as a full one.  So the time goes as
- * waves(s) / s, waves(s) = ceil(tiles s / slots), for s parts of K / s
- * steps each; 288 blocks on 264 slots take two waves, 261 take one.  The
- * least s within 5% of the best is taken, since each part costs scratch
- * memory and a read in the parts' sum.  A part keeps at least 256 steps
- * at a batch of 32, and there are no more parts than slots. */
+ * in waves of `slots` (gemm_blocks_per_sm per multiprocessor): a wave that
+ * is only partly full costs as long as a full one; 288 blocks on 264
+ * slots take two waves, 261 take one.  The least s within 5% of the best
+ * split_time is taken, since each part costs scratch memory and a read in
+ * the parts' sum.  A part keeps at least 256 steps at a batch of 32, and
+ * there are no more parts than slots. */
 static int64_t gemm_wave_splits(const NvKernels *nk, const Gemm *g) {
     int64_t tiles = (g->m + g->tile - 1) / g->tile * ((g->n_fx + g->tile - 1) / g->tile) * g->groups;
-    int64_t per_sm = g->tile == TILE ? 2 : 1; /* blocks a multiprocessor holds (gemm_kernel) */
-    int64_t slots = per_sm * (int64_t)nk->multiprocessors, k32 = g->k_pn * 32;
+    int64_t slots = gemm_blocks_per_sm(g) * (int64_t)nk->multiprocessors, k32 = g->k_pn * 32;
     int64_t most = k32 / 256 < slots ? k32 / 256 : slots;
     double best = 1e300;
     for (int64_t s = 1; s <= most; s++) {
-        double t = (double)((tiles * s + slots - 1) / slots) / (double)s;
+        double t = split_time(tiles, s, slots);
         best = t < best ? t : best;
     }
     for (int64_t s = 1; s <= most; s++)
-        if ((double)((tiles * s + slots - 1) / slots) / (double)s <= best * 1.05)
+        if (split_time(tiles, s, slots) <= best * 1.05)
             return s;
     return 1;
 }
 
-/* The kernels of product g: the tiled product, then the parts' sum if the
- * sum is split. */
 /* A tile's side: TILE, or with DLC_NVPTX_TILE=128 2 TILE on the tensor
  * cores where the product has more than TILE rows and columns (at a batch
  * of 32).  A warp's 64 x 32 part of a tile of 128 reads 1.5 shared values
@@ -366,6 +372,8 @@ static int gemm_tile(const NvKernels *nk, const Gemm *g) {
     return nk->math != DLC_GPU_MATH_F32 && large && nk->big_tiles ? 2 * TILE : TILE;
 }
 
+/* The kernels of product g: the tiled product, then the parts' sum if the
+ * sum is split. */
 static void gemm_run(NvKernels *nk, const DlcOp *op, const char *tag, Gemm *g) {
     g->tile = gemm_tile(nk, g);
     if (g->n_pn == 0 && g->k_pn > 0)
