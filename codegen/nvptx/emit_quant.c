@@ -138,6 +138,11 @@ static QLayer qlayer_of(const DlcOp *op) {
     return q;
 }
 
+/* A scale parameter (f32[], pointer p) as a double. */
+static LLVMValueRef scale_f64(Kb *kb, LLVMValueRef p) {
+    return LLVMBuildFPExt(kb->b, kb_load(kb, p, kb_int(kb, 0)), f64_type(kb), "");
+}
+
 /* frexp's exponent of x, a positive normal double, from its bits: the
  * exponent field less 1022 (for positive finite f32 scales, their ratios
  * are normal doubles: 1e-128 < x < 1e122). */
@@ -191,10 +196,10 @@ static void requant_kernel(NvKernels *nk, const DlcOp *op, const char *tag, cons
     LLVMBuilderRef B = kb->b;
     LLVMTypeRef f64 = f64_type(kb);
     LLVMValueRef f = nv_begin_map(&b, 0, q->f);
-    LLVMValueRef sx = LLVMBuildFPExt(B, kb_load(kb, b.p[0], kb_int(kb, 0)), f64, "");
+    LLVMValueRef sx = scale_f64(kb, b.p[0]);
     LLVMValueRef sw = LLVMBuildFPExt(B, kb_load(kb, b.p[1], f), f64, "");
     LLVMValueRef bias = LLVMBuildFPExt(B, kb_load(kb, b.p[2], f), f64, "");
-    LLVMValueRef sy = LLVMBuildFPExt(B, kb_load(kb, b.p[3], kb_int(kb, 0)), f64, "");
+    LLVMValueRef sy = scale_f64(kb, b.p[3]);
     LLVMValueRef acc_scale = LLVMBuildFMul(B, sx, sw, "");
     /* the bias in units of the sums, rounded half to even, within +-2^30 */
     LLVMValueRef r = LLVMBuildFDiv(B, bias, acc_scale, "");
@@ -352,11 +357,6 @@ void nv_emit_qconv2d(NvKernels *nk, const DlcOp *op, const char *tag) { qlayer(n
 void nv_emit_qdense(NvKernels *nk, const DlcOp *op, const char *tag) { qlayer(nk, op, tag); }
 
 /* ---- int8 between the layers: qadd, qconcat, qglobalavgpool ------------------- */
-
-/* A scale parameter (f32[], pointer p) as a double. */
-static LLVMValueRef scale_f64(Kb *kb, LLVMValueRef p) {
-    return LLVMBuildFPExt(kb->b, kb_load(kb, p, kb_int(kb, 0)), f64_type(kb), "");
-}
 
 /* (a, b, @a_scale, @b_scale, @output_scale) -> y: a thread per element.
  * Each thread makes dlrt_qadd_init's multipliers itself from the three
