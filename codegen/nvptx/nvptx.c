@@ -783,17 +783,23 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
     if (tn && loss) {
         const char *loss_ptr = device_ptr(g, &pp, &st, loss);
         put(&o,
-            "static DlrtStatus step(%sCuda *net, int64_t n, const float *x, const int32_t *labels, bool update,\n"
-            "                       float lr, float *loss, DlrtError *err) {\n"
-            "    DlrtStatus st = idle(net, err);\n"
-            "    if (!st) st = check_batch(net, n, err);\n"
+            "/* A training step queued: the batch's upload, the launches and the\n"
+            " * loss's download into the pinned staging in use. */\n"
+            "static DlrtStatus queue_step(%sCuda *net, int64_t n, const float *x, const int32_t *labels,\n"
+            "                             bool update, float lr, DlrtError *err) {\n"
+            "    DlrtStatus st = check_batch(net, n, err);\n"
             "    if (!st) st = upload_batch(net, n, x, labels, err);\n"
             "    if (!st && update) {\n        net->step++;\n        net->host_stale = true;\n    }\n"
             "    if (!st) st = run_train(net, n, update, lr, err);\n"
             "    if (!st) st = dlrt_cuda_download(net->cu, net->pinned_loss, %s, sizeof(float), \"the loss\", err);\n"
+            "    return st;\n}\n\n"
+            "static DlrtStatus step(%sCuda *net, int64_t n, const float *x, const int32_t *labels, bool update,\n"
+            "                       float lr, float *loss, DlrtError *err) {\n"
+            "    DlrtStatus st = idle(net, err);\n"
+            "    if (!st) st = queue_step(net, n, x, labels, update, lr, err);\n"
             "    if (!st) st = dlrt_cuda_sync(net->cu, \"the training step\", err);\n"
             "    if (!st) *loss = *net->pinned_loss;\n"
-            "    return st;\n}\n\n", p, loss_ptr);
+            "    return st;\n}\n\n", p, loss_ptr, p);
         put(&o,
             "/* train_step_start: the batch into half `started %% 2` of the staging,\n"
             " * its upload, the step and its loss's download queued, and an event\n"
@@ -805,13 +811,9 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
             "    %sCuda *net = v;\n"
             "    if (net->started - net->finished >= 2)\n"
             "        return dlrt_fail(err, DLRT_E_ARG, \"two training steps are started already; finish one first\");\n"
-            "    DlrtStatus st = check_batch(net, n, err);\n"
             "    int h = (int)(net->started %% 2);\n"
             "    use_half(net, h);\n"
-            "    if (!st) st = upload_batch(net, n, x, labels, err);\n"
-            "    if (!st) {\n        net->step++;\n        net->host_stale = true;\n    }\n"
-            "    if (!st) st = run_train(net, n, true, lr, err);\n"
-            "    if (!st) st = dlrt_cuda_download(net->cu, net->pinned_loss, %s, sizeof(float), \"the loss\", err);\n"
+            "    DlrtStatus st = queue_step(net, n, x, labels, true, lr, err);\n"
             "    if (!st) st = dlrt_cuda_record(net->cu, NULL, net->half[h].done, \"the training step\", err);\n"
             "    if (!st)\n        net->started++;\n"
             "    return st;\n}\n\n"
@@ -824,7 +826,7 @@ static bool emit_host(Gpu *g, const DlcEmitOptions *opt, const char *dir) {
             "    DlrtStatus st = dlrt_cuda_event_sync(net->cu, net->half[h].done, \"the training step\", err);\n"
             "    net->finished++; /* failed or not: the program stops on a failure */\n"
             "    if (!st) *loss = *net->half[h].loss;\n"
-            "    return st;\n}\n\n", p, loss_ptr, p);
+            "    return st;\n}\n\n", p, p);
         put(&o,
             "static DlrtStatus cuda_train_step(void *net, int64_t n, const float *x, const int32_t *labels,\n"
             "                                  float lr, float *loss, DlrtError *err) {\n"
