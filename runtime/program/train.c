@@ -480,38 +480,49 @@ static bool overlapped(const Trainer *t) {
            !(env && strcmp(env, "0") == 0);
 }
 
+/* The steps started and not finished, the oldest first: their samples
+ * and learning rates. */
+typedef struct Pending {
+    int64_t n[2];
+    double lr[2];
+    int count;
+} Pending;
+
+/* The oldest pending step finished and counted; false after a message. */
+static bool finish_oldest(Trainer *t, int64_t e, EpochRun *run, Pending *p) {
+    float loss;
+    if (t->m->train_step_finish(t->net, &loss, &t->err) != DLRT_OK) {
+        fprintf(stderr, "%s: %s\n", t->m->name, t->err.message);
+        return false;
+    }
+    if (!step_done(t, e, run, p->n[0], p->lr[0], loss))
+        return false;
+    p->n[0] = p->n[1], p->lr[0] = p->lr[1], p->count--;
+    return true;
+}
+
 /* The epoch's steps as overlapped() says: step k is started, then the
  * batch of k + 1 made while it runs, then step k - 1 finished (at most two
- * started and not finished); the losses are counted in order. */
-static int64_t overlapped_steps(Trainer *t, int64_t e, EpochRun *run) {
+ * started and not finished); the losses are counted in order.  *n: 0 at
+ * the end of the epoch, -1 on a loader's error (in t->err); false after a
+ * message. */
+static bool overlapped_steps(Trainer *t, int64_t e, EpochRun *run, int64_t *n) {
     const DlrtModel *m = t->m;
-    int64_t n, pending_n[2];
-    double pending_lr[2];
-    int pending = 0; /* started, not finished: the oldest first */
-    float loss;
-    while ((n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
-        if (pending == 2) {
-            if (m->train_step_finish(t->net, &loss, &t->err) != DLRT_OK)
-                goto failed;
-            if (!step_done(t, e, run, pending_n[0], pending_lr[0], loss))
-                return -2;
-            pending_n[0] = pending_n[1], pending_lr[0] = pending_lr[1], pending--;
+    Pending p = {.count = 0};
+    while ((*n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
+        if (p.count == 2 && !finish_oldest(t, e, run, &p))
+            return false;
+        double lr = schedule(m, t->o->lr, e, run->step + p.count, t->steps, t->end);
+        if (m->train_step_start(t->net, *n, t->x, t->y, (float)lr, &t->err) != DLRT_OK) {
+            fprintf(stderr, "%s: %s\n", m->name, t->err.message);
+            return false;
         }
-        double lr = schedule(m, t->o->lr, e, run->step + pending, t->steps, t->end);
-        if (m->train_step_start(t->net, n, t->x, t->y, (float)lr, &t->err) != DLRT_OK)
-            goto failed;
-        pending_n[pending] = n, pending_lr[pending] = lr, pending++;
+        p.n[p.count] = *n, p.lr[p.count] = lr, p.count++;
     }
-    for (int i = 0; n >= 0 && i < pending; i++) {
-        if (m->train_step_finish(t->net, &loss, &t->err) != DLRT_OK)
-            goto failed;
-        if (!step_done(t, e, run, pending_n[i], pending_lr[i], loss))
-            return -2;
-    }
-    return n;
-failed:
-    fprintf(stderr, "%s: %s\n", m->name, t->err.message);
-    return -2;
+    while (*n == 0 && p.count > 0)
+        if (!finish_oldest(t, e, run, &p))
+            return false;
+    return true;
 }
 
 /* Trains epoch e over the batcher's order; false after a message. */
@@ -522,7 +533,7 @@ static bool train_epoch(Trainer *t, int64_t e, EpochResult *r) {
     if (m->reset_state) /* each epoch reads its streams from the start */
         m->reset_state(t->net);
     if (overlapped(t)) {
-        if ((n = overlapped_steps(t, e, &run)) == -2)
+        if (!overlapped_steps(t, e, &run, &n))
             return false;
     } else {
         while ((n = next_batch(&t->batcher, t->img.train_loader, t->x, t->y, &t->err)) > 0) {
