@@ -91,19 +91,7 @@ run)
     export LD_LIBRARY_PATH="$PWD/$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
     py=${PYTHON:-python3}
     ips() { $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["images_per_second"])' "$1"; }
-    # peak MiB of device memory nvidia-smi reports for the command's process
-    peak_mib() {
-        "$@" > /dev/null 2>&1 &
-        local pid=$! peak=0 used
-        while kill -0 $pid 2>/dev/null; do
-            used=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
-                   awk -F', ' -v p=$pid '$1 == p {print $2}' | head -1)
-            [ -n "$used" ] && [ "$used" -gt "$peak" ] && peak=$used
-            sleep 0.1
-        done
-        wait $pid
-        echo "$peak"
-    }
+    . bench/lib.sh # peak_mib
     set +e +o pipefail # report every part, whatever fails
     {
         nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader

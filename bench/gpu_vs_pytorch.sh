@@ -46,19 +46,8 @@ py=${PYTHON:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# peak MiB of device memory used by the command's process (and its children)
-peak_mib() {
-    "$@" > "$tmp/out" &
-    local pid=$! peak=0 used
-    while kill -0 $pid 2>/dev/null; do
-        used=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
-               awk -F', ' -v p=$pid '$1 == p {print $2}' | head -1)
-        [ -n "$used" ] && [ "$used" -gt "$peak" ] && peak=$used
-        sleep 0.1
-    done
-    wait $pid
-    echo "$peak"
-}
+# peak_mib
+. bench/lib.sh
 
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 

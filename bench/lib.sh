@@ -37,3 +37,22 @@ timed_run() {
     echo "  $label failed: $(cat "$base.err")" >&2
     return 1
 }
+
+# peak_mib CMD...: runs CMD (its standard output dropped) and prints the
+# peak MiB of device memory that nvidia-smi reports for its process,
+# sampled every 0.1 s (the sampling can slow the process it watches);
+# returns CMD's status.
+peak_mib() {
+    "$@" > /dev/null &
+    local pid=$! peak=0 used
+    while kill -0 $pid 2>/dev/null; do
+        used=$(nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+               awk -F', ' -v p=$pid '$1 == p {print $2}' | head -1)
+        [ -n "$used" ] && [ "$used" -gt "$peak" ] && peak=$used
+        sleep 0.1
+    done
+    wait $pid
+    local status=$?
+    echo "$peak"
+    return $status
+}
